@@ -1,0 +1,70 @@
+package io.leasehold;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.ServiceLoader;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Finds the {@link LeaseBackendProvider} for a URI's scheme; package-private. */
+final class BackendRegistry {
+
+  private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*):");
+
+  private BackendRegistry() {}
+
+  static LeaseBackend open(String uri) {
+    Objects.requireNonNull(uri, "uri");
+    Matcher m = SCHEME.matcher(uri);
+    if (!m.find()) {
+      throw new IllegalArgumentException(
+          "backend URI must start with a scheme such as memory:, leasehold://, etcd://,"
+              + " zookeeper:// or kubernetes:; was '" + uri + "'");
+    }
+    String scheme = m.group(1).toLowerCase(Locale.ROOT);
+    List<LeaseBackendProvider> matching = new ArrayList<>();
+    TreeSet<String> available = new TreeSet<>();
+    for (LeaseBackendProvider p : providers()) {
+      available.add(p.scheme());
+      if (p.scheme().equals(scheme)) {
+        matching.add(p);
+      }
+    }
+    if (matching.isEmpty()) {
+      throw new IllegalArgumentException(
+          "no Leasehold backend for scheme '" + scheme + "' is on the class path or module path"
+              + " (available: " + (available.isEmpty() ? "none" : String.join(", ", available))
+              + "); add the backend's module, for example io.leasehold:leasehold-" + scheme);
+    }
+    if (matching.size() > 1) {
+      List<String> classes = new ArrayList<>();
+      matching.forEach(p -> classes.add(p.getClass().getName()));
+      throw new IllegalStateException(
+          "more than one Leasehold backend serves scheme '" + scheme + "': " + classes
+              + "; keep one of them on the class path");
+    }
+    return matching.get(0).open(uri);
+  }
+
+  /**
+   * Providers visible to the thread's context class loader (application servers, plug-ins) and
+   * to this module's loader, each class once.
+   */
+  private static List<LeaseBackendProvider> providers() {
+    List<LeaseBackendProvider> found = new ArrayList<>();
+    TreeSet<String> seen = new TreeSet<>();
+    ClassLoader context = Thread.currentThread().getContextClassLoader();
+    ClassLoader own = BackendRegistry.class.getClassLoader();
+    for (ClassLoader loader : context != null ? new ClassLoader[] {context, own} : new ClassLoader[] {own}) {
+      for (LeaseBackendProvider p : ServiceLoader.load(LeaseBackendProvider.class, loader)) {
+        if (seen.add(p.getClass().getName())) {
+          found.add(p);
+        }
+      }
+    }
+    return found;
+  }
+}
