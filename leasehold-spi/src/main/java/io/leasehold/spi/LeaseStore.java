@@ -1,0 +1,58 @@
+package io.leasehold.spi;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The three operations a backend implements on lease records in its store, for
+ * {@link ManagedLease} to build the whole {@link io.leasehold.Lease} contract on.
+ *
+ * <p>Every method returns at once and completes its future later, from any thread; it must never
+ * block the caller. A failure to reach the store completes the future exceptionally, preferably
+ * with a {@link io.leasehold.LeaseException}; the engine adds timeouts itself. Definite answers
+ * ("someone else holds it", "your tenure is gone") are values, never exceptions.
+ */
+public interface LeaseStore {
+
+  /**
+   * Atomically takes the lease record {@code request.leaseName()} for {@code request.holder()},
+   * attached to a time-to-live of {@code request.ttl()} measured by the store from when it
+   * receives the request. The store must decide, in one atomic step:
+   *
+   * <ul>
+   *   <li>no record, or an expired one: make a new tenure whose token is greater than the token
+   *       of every earlier tenure of this name, and answer {@link AcquireResult.Acquired};</li>
+   *   <li>a record of the same holder with the same {@code requestId}: this is a retry of a request
+   *       whose reply was lost; renew it and answer {@code Acquired} with its existing token;</li>
+   *   <li>a record of the same holder with another {@code requestId}: a tenure this holder already
+   *       gave up on; replace it with a new tenure and a greater token;</li>
+   *   <li>a record of another holder: answer {@link AcquireResult.HeldElsewhere}.</li>
+   * </ul>
+   *
+   * @param request what to acquire, for whom, and when the request was sent
+   * @return the store's answer
+   */
+  CompletableFuture<AcquireResult> acquire(AcquireRequest request);
+
+  /**
+   * Extends {@code tenure} by its TTL, measured by the store from when it receives the request,
+   * if and only if the store still holds exactly that tenure (same holder and token). Otherwise it
+   * answers {@link RenewResult.Lost} with the reason (another holder, no record).
+   *
+   * @param tenure the tenure to renew
+   * @param sentAtNanos the holder's {@link io.leasehold.Ticker} reading when it sent the request;
+   *     a backend that answers from a renewal sent earlier (one keep-alive shared by many leases)
+   *     reports that earlier time in {@link RenewResult.Renewed#validFromNanos()}
+   * @return the store's answer
+   */
+  CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos);
+
+  /**
+   * Removes the record if and only if it is still exactly {@code tenure}; otherwise does nothing.
+   * Completes normally in both cases, once the store has answered. Being conditional on the
+   * tenure is what makes a late or repeated release harmless to the next holder.
+   *
+   * @param tenure the tenure to end
+   * @return completes once the store answered
+   */
+  CompletableFuture<Void> release(Tenure tenure);
+}
