@@ -1,0 +1,150 @@
+package io.leasehold.memory;
+
+import io.leasehold.HolderId;
+import io.leasehold.LeaseLost;
+import io.leasehold.spi.AcquireRequest;
+import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.LeaseStore;
+import io.leasehold.spi.OpenLeases;
+import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Tenure;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Supplier;
+
+/**
+ * The network between one simulated process and the store. Connected, a request is applied at
+ * once. Cut off, requests and the store's notices are held in flight, as a partition holds back
+ * TCP traffic, and delivered in order when the link heals, so a request may arrive long after it
+ * was sent. After a crash, nothing comes or goes.
+ */
+final class Link implements LeaseStore {
+
+  private enum State {
+    CONNECTED,
+    CUT_OFF,
+    /** Reconnected, still delivering what was held; new traffic queues behind it, in order. */
+    DRAINING,
+    CRASHED
+  }
+
+  private final MemoryLeaseStore store;
+  private final OpenLeases leases;
+  private final Executor process;
+  private final Object lock = new Object();
+  private final List<Runnable> inFlight = new ArrayList<>();
+  private State state = State.CONNECTED;
+
+  /**
+   * @param process the process's own threads: replies held in flight and the store's notices are
+   *     handed to them, so they wait while the process is paused
+   */
+  Link(MemoryLeaseStore store, OpenLeases leases, Executor process) {
+    this.store = store;
+    this.leases = leases;
+    this.process = process;
+  }
+
+  @Override
+  public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
+    return call(() -> store.acquire(request, this));
+  }
+
+  @Override
+  public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    return call(() -> store.renew(tenure, sentAtNanos));
+  }
+
+  @Override
+  public CompletableFuture<Void> release(Tenure tenure) {
+    return call(
+        () -> {
+          store.release(tenure);
+          return null;
+        });
+  }
+
+  /** From the store (never under its lock): the tenure {@code token} of {@code holder} is gone. */
+  void push(HolderId holder, long token, LeaseLost reason) {
+    Runnable notice =
+        () ->
+            process.execute(
+                () -> leases.find(holder).ifPresent(l -> l.storeReportedLoss(token, reason)));
+    synchronized (lock) {
+      if (state == State.CUT_OFF || state == State.DRAINING) {
+        inFlight.add(notice);
+        return;
+      }
+      if (state == State.CRASHED) {
+        return;
+      }
+    }
+    notice.run();
+  }
+
+  private <T> CompletableFuture<T> call(Supplier<T> request) {
+    synchronized (lock) {
+      if (state == State.CRASHED) {
+        return new CompletableFuture<>();
+      }
+      if (state == State.CUT_OFF || state == State.DRAINING) {
+        CompletableFuture<T> reply = new CompletableFuture<>();
+        inFlight.add(
+            () -> {
+              T answer = request.get();
+              process.execute(() -> reply.complete(answer));
+            });
+        return reply;
+      }
+    }
+    return CompletableFuture.completedFuture(request.get());
+  }
+
+  void cutOff() {
+    synchronized (lock) {
+      if (state == State.CONNECTED) {
+        state = State.CUT_OFF;
+      }
+    }
+  }
+
+  boolean isCutOff() {
+    synchronized (lock) {
+      return state == State.CUT_OFF;
+    }
+  }
+
+  /** Reconnects and delivers what was held in flight, oldest first. */
+  void heal() {
+    synchronized (lock) {
+      if (state != State.CUT_OFF) {
+        return;
+      }
+      state = State.DRAINING;
+    }
+    for (; ; ) {
+      List<Runnable> batch;
+      synchronized (lock) {
+        if (state != State.DRAINING) {
+          return;
+        }
+        if (inFlight.isEmpty()) {
+          state = State.CONNECTED;
+          return;
+        }
+        batch = List.copyOf(inFlight);
+        inFlight.clear();
+      }
+      batch.forEach(Runnable::run);
+    }
+  }
+
+  void crash() {
+    synchronized (lock) {
+      state = State.CRASHED;
+      inFlight.clear();
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package io.leasehold.memory;
+
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseSettings;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.OpenLeases;
+import java.util.Objects;
+
+/**
+ * One simulated process's connection to a {@link MemoryLeaseStore}, and the {@link LeaseBackend}
+ * its leases come from. Besides the backend contract it lets a test do to the process what
+ * happens to real ones:
+ *
+ * <ul>
+ *   <li>{@link #cutOff()} / {@link #heal()}: a network partition. Requests and the store's
+ *       notices are held back, not lost, and arrive when it heals, as over TCP; the leases see
+ *       timeouts meanwhile and keep retrying until their safe deadline.</li>
+ *   <li>{@link #pause()} / {@link #resume()}: the whole process stops, as under {@code SIGSTOP}
+ *       or a long garbage collection; renewals and handlers due meanwhile run on resume.</li>
+ *   <li>{@link #crash()}: the process dies without releasing anything; the store's TTL cleans
+ *       up.</li>
+ * </ul>
+ *
+ * <p>The leases of one connection share its timer thread and its callback thread (or the store's
+ * {@link VirtualClock}).
+ */
+public final class MemoryBackend implements LeaseBackend {
+
+  private final MemoryLeaseStore store;
+  private final String name;
+  private final LeaseRuntime threads;
+  private final LeaseRuntime runtime;
+  private final ProcessGate gate = new ProcessGate();
+  private final OpenLeases leases;
+  private final Link link;
+
+  MemoryBackend(MemoryLeaseStore store, VirtualClock clock, String name) {
+    this.store = store;
+    this.name = name;
+    this.threads = clock != null ? LeaseRuntime.of(clock, clock, clock) : LeaseRuntime.system(name);
+    this.runtime =
+        LeaseRuntime.of(
+            threads.ticker(), gate.timers(threads.timers()), gate.callbacks(threads.callbacks()));
+    this.leases = new OpenLeases(name);
+    this.link = new Link(store, leases, runtime.timers());
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The memory backend has no limits beyond those of {@link LeaseSettings}.
+   */
+  @Override
+  public Lease newLease(LeaseSettings settings) {
+    Objects.requireNonNull(settings, "settings");
+    return leases.newLease(settings, link, runtime);
+  }
+
+  @Override
+  public String uri() {
+    return "memory:";
+  }
+
+  /** {@return the store this process is connected to} */
+  public MemoryLeaseStore store() {
+    return store;
+  }
+
+  /** Cuts this process off the store: its traffic both ways is held back until {@link #heal()}. */
+  public void cutOff() {
+    link.cutOff();
+  }
+
+  /** Reconnects after {@link #cutOff()}; what was held back is delivered in order. */
+  public void heal() {
+    link.heal();
+  }
+
+  /** {@return whether the process is cut off from the store} */
+  public boolean isCutOff() {
+    return link.isCutOff();
+  }
+
+  /**
+   * Freezes the process: none of its timers or handlers run until {@link #resume()}.
+   *
+   * @throws IllegalStateException if the process crashed
+   */
+  public void pause() {
+    gate.pause();
+  }
+
+  /**
+   * Lets a paused process run again; what fell due meanwhile runs now.
+   *
+   * @throws IllegalStateException if the process crashed
+   */
+  public void resume() {
+    gate.resume();
+  }
+
+  /**
+   * Kills the process: no release, no further renewal, no handler; its leases are left for the
+   * store's TTL to clean up. Its lease objects must not be used afterwards.
+   */
+  public void crash() {
+    link.crash();
+    gate.crash();
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>A crashed process releases nothing; closing it only frees its threads.
+   */
+  @Override
+  public void close() {
+    if (gate.state() != ProcessGate.State.CRASHED) {
+      leases.closeAll();
+    }
+    threads.close();
+  }
+
+  @Override
+  public String toString() {
+    return "MemoryBackend{" + name + ", " + gate.state() + (isCutOff() ? ", cut off" : "") + '}';
+  }
+}

@@ -1,0 +1,26 @@
+package io.leasehold.memory;
+
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseBackendProvider;
+
+/** Serves {@code memory:}: each open makes a fresh {@link MemoryLeaseStore} and connects to it. */
+public final class MemoryBackendProvider implements LeaseBackendProvider {
+
+  /** Called by {@link java.util.ServiceLoader}. */
+  public MemoryBackendProvider() {}
+
+  @Override
+  public String scheme() {
+    return "memory";
+  }
+
+  @Override
+  public LeaseBackend open(String uri) {
+    if (!"memory:".equalsIgnoreCase(uri.strip())) {
+      throw new IllegalArgumentException(
+          "the memory backend takes no address or options: use 'memory:'; was '" + uri + "'."
+              + " To let several connections share one store, use MemoryLeaseStore.connect()");
+    }
+    return MemoryLeaseStore.create().connect();
+  }
+}

@@ -1,0 +1,247 @@
+package io.leasehold.memory;
+
+import io.leasehold.HolderId;
+import io.leasehold.LeaseLost;
+import io.leasehold.Ticker;
+import io.leasehold.spi.AcquireRequest;
+import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Tenure;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * An in-process lease store: the reference for what every backend's store does, and the store
+ * applications use in their own tests.
+ *
+ * <p>Each simulated process talks to the store through its own {@link MemoryBackend}, made by
+ * {@link #connect()}; several connections contend for real, and each can be cut off, crashed or
+ * paused on its own. Expiry is measured by the store from when it receives each request, on the
+ * store's ticker; the fencing token is one counter for the whole store, so it grows across all
+ * names. With a {@link VirtualClock} (see {@link #create(VirtualClock)}) the store and all its
+ * connections run on virtual time.
+ *
+ * <pre>{@code
+ * VirtualClock clock = new VirtualClock();
+ * MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+ * MemoryBackend node1 = store.connect(), node2 = store.connect();
+ * Lease a = node1.newLease(settings("jobs", "node-1")), b = node2.newLease(settings("jobs", "node-2"));
+ * a.acquire().join();                       // true
+ * node1.cutOff();                           // node-1 can no longer renew
+ * clock.advance(Duration.ofSeconds(20));    // past the TTL: a's onLost fires first
+ * b.acquire().join();                       // true, with a greater fencing token
+ * }</pre>
+ */
+public final class MemoryLeaseStore {
+
+  private final Ticker ticker;
+  private final VirtualClock clock;
+  private final AtomicInteger connections = new AtomicInteger();
+
+  // Guarded by this.
+  private final Map<String, Entry> entries = new HashMap<>();
+  private long lastToken;
+
+  private MemoryLeaseStore(Ticker ticker, VirtualClock clock) {
+    this.ticker = ticker;
+    this.clock = clock;
+  }
+
+  /** {@return a store on this JVM's clock; its connections each get a timer and a callback thread} */
+  public static MemoryLeaseStore create() {
+    return new MemoryLeaseStore(Ticker.system(), null);
+  }
+
+  /**
+   * A store whose time, and that of all its connections, is {@code clock}: nothing happens until
+   * the test advances it.
+   *
+   * @param clock the virtual clock
+   * @return the store
+   */
+  public static MemoryLeaseStore create(VirtualClock clock) {
+    Objects.requireNonNull(clock, "clock");
+    return new MemoryLeaseStore(clock, clock);
+  }
+
+  /** {@return the clock the store measures expiry with} */
+  public Ticker ticker() {
+    return ticker;
+  }
+
+  /**
+   * Connects a new simulated process to this store.
+   *
+   * @return the process's backend; closing it closes its leases
+   */
+  public MemoryBackend connect() {
+    return new MemoryBackend(this, clock, "memory-" + connections.incrementAndGet());
+  }
+
+  /**
+   * The live record of a lease, if any (an expired record counts as none).
+   *
+   * @param leaseName the lease name
+   * @return its holder, token and time left
+   */
+  public Optional<StoredLease> lookup(String leaseName) {
+    Objects.requireNonNull(leaseName, "leaseName");
+    List<Runnable> pushes = new ArrayList<>();
+    Optional<StoredLease> found;
+    synchronized (this) {
+      long now = ticker.read();
+      Entry e = live(leaseName, now, pushes);
+      found =
+          e == null
+              ? Optional.empty()
+              : Optional.of(
+                  new StoredLease(
+                      leaseName, e.holder, e.token, Duration.ofNanos(e.expiresAt - now)));
+    }
+    pushes.forEach(Runnable::run);
+    return found;
+  }
+
+  /**
+   * Deletes a lease record as an operator would, whoever holds it. The holder hears of it at once
+   * if its connection is up (as with a store that pushes events), or at its next renewal.
+   *
+   * @param leaseName the lease name
+   * @return whether there was a live record to delete
+   */
+  public boolean revoke(String leaseName) {
+    Objects.requireNonNull(leaseName, "leaseName");
+    List<Runnable> pushes = new ArrayList<>();
+    boolean revoked;
+    synchronized (this) {
+      Entry e = live(leaseName, ticker.read(), pushes);
+      revoked = e != null;
+      if (revoked) {
+        entries.remove(leaseName);
+        pushes.add(
+            e.notice(
+                new LeaseLost(
+                    LeaseLost.Kind.REVOKED,
+                    "the record of lease '" + leaseName + "' (token " + e.token
+                        + ") was deleted in the store")));
+      }
+    }
+    pushes.forEach(Runnable::run);
+    return revoked;
+  }
+
+  AcquireResult acquire(AcquireRequest request, Link origin) {
+    List<Runnable> pushes = new ArrayList<>();
+    AcquireResult result;
+    synchronized (this) {
+      long now = ticker.read();
+      long ttl = request.ttl().toNanos();
+      Entry e = live(request.leaseName(), now, pushes);
+      if (e != null && !e.holder.equals(request.holder())) {
+        result = new AcquireResult.HeldElsewhere(e.holder.toString());
+      } else if (e != null && e.requestId == request.requestId()) {
+        e.expiresAt = now + ttl;
+        result = new AcquireResult.Acquired(e.token, request.sentAtNanos());
+      } else {
+        Entry granted =
+            new Entry(request.holder(), request.requestId(), ++lastToken, ttl, now + ttl, origin);
+        entries.put(request.leaseName(), granted);
+        result = new AcquireResult.Acquired(granted.token, request.sentAtNanos());
+      }
+    }
+    pushes.forEach(Runnable::run);
+    return result;
+  }
+
+  RenewResult renew(Tenure tenure, long sentAtNanos) {
+    List<Runnable> pushes = new ArrayList<>();
+    RenewResult result;
+    synchronized (this) {
+      long now = ticker.read();
+      Entry e = live(tenure.leaseName(), now, pushes);
+      if (e == null) {
+        result =
+            new RenewResult.Lost(
+                new LeaseLost(
+                    LeaseLost.Kind.REVOKED,
+                    "the store has no record of lease '" + tenure.leaseName()
+                        + "': it expired there or was deleted"));
+      } else if (!e.holder.equals(tenure.holder())) {
+        result =
+            new RenewResult.Lost(
+                new LeaseLost(
+                    LeaseLost.Kind.TAKEN_OVER,
+                    "the store says " + e.holder + " holds lease '" + tenure.leaseName()
+                        + "' (token " + e.token + ")"));
+      } else if (e.token != tenure.token()) {
+        result =
+            new RenewResult.Lost(
+                new LeaseLost(
+                    LeaseLost.Kind.REVOKED,
+                    "tenure " + tenure.token() + " of lease '" + tenure.leaseName()
+                        + "' was replaced by tenure " + e.token + " of the same holder"));
+      } else {
+        e.expiresAt = now + e.ttl;
+        result = new RenewResult.Renewed(sentAtNanos);
+      }
+    }
+    pushes.forEach(Runnable::run);
+    return result;
+  }
+
+  void release(Tenure tenure) {
+    List<Runnable> pushes = new ArrayList<>();
+    synchronized (this) {
+      Entry e = live(tenure.leaseName(), ticker.read(), pushes);
+      if (e != null && e.holder.equals(tenure.holder()) && e.token == tenure.token()) {
+        entries.remove(tenure.leaseName());
+      }
+    }
+    pushes.forEach(Runnable::run);
+  }
+
+  /** The live entry for a name; drops an expired one, telling its holder (run after unlocking). */
+  private Entry live(String name, long now, List<Runnable> pushes) {
+    Entry e = entries.get(name);
+    if (e != null && e.expiresAt - now <= 0) {
+      entries.remove(name);
+      pushes.add(
+          e.notice(
+              new LeaseLost(
+                  LeaseLost.Kind.REVOKED,
+                  "lease '" + name + "' (token " + e.token + ") expired in the store: its TTL of "
+                      + Duration.ofNanos(e.ttl).toMillis() + " ms passed without a renewal")));
+      return null;
+    }
+    return e;
+  }
+
+  private static final class Entry {
+    final HolderId holder;
+    final long requestId;
+    final long token;
+    final long ttl;
+    final Link origin;
+    long expiresAt;
+
+    Entry(HolderId holder, long requestId, long token, long ttl, long expiresAt, Link origin) {
+      this.holder = holder;
+      this.requestId = requestId;
+      this.token = token;
+      this.ttl = ttl;
+      this.expiresAt = expiresAt;
+      this.origin = origin;
+    }
+
+    /** Tells the holder's process, through its link, that this tenure is gone. */
+    Runnable notice(LeaseLost reason) {
+      return () -> origin.push(holder, token, reason);
+    }
+  }
+}

@@ -1,0 +1,838 @@
+package io.leasehold.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.leasehold.Lease;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseLost;
+import io.leasehold.LeaseSettings;
+import io.leasehold.Subscription;
+import io.leasehold.Ticker;
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The {@link Lease} contract, as every backend must keep it. A backend's test class extends this
+ * suite unchanged and supplies a {@link ContractFixture} for its real store; the suite covers each
+ * clause of the contract and the four scenarios every lease implementation is tested against: two
+ * concurrent acquires, a partition in which both sides keep trying, a holder crash, and a holder
+ * pause longer than the TTL.
+ *
+ * <p>Every setting is derived from the fixture's {@link ContractFixture#ttl() TTL} {@code T}:
+ * heartbeat {@code T/4}, operation timeout {@code T/5}, retry interval {@code T/20}, safety margin
+ * {@code T/5}, so the safe window is {@code 0.79 T}.
+ */
+@Timeout(value = 3, unit = TimeUnit.MINUTES)
+public abstract class LeaseContractSuite {
+
+  /** Rounds of the concurrent-acquire scenario. */
+  private static final int CONCURRENT_ROUNDS = 1000;
+
+  private static final int CONCURRENT_CONTENDERS = 4;
+
+  private final List<Contender> contenders = new ArrayList<>();
+  private ContractFixture fixture;
+  private TimeControl time;
+  private Duration ttl;
+  private String testName;
+  private int leaseCounter;
+
+  /**
+   * Makes the fixture for one test: a store and a way to connect processes to it.
+   *
+   * @return a fresh fixture; the suite closes it after the test
+   * @throws Exception if the store cannot be started
+   */
+  protected abstract ContractFixture createFixture() throws Exception;
+
+  @BeforeEach
+  void openFixture(TestInfo info) throws Exception {
+    fixture = createFixture();
+    time = fixture.time();
+    ttl = fixture.ttl();
+    testName = info.getTestMethod().map(Method::getName).orElse("test");
+  }
+
+  @AfterEach
+  void closeFixture() {
+    try {
+      for (Contender c : contenders) {
+        c.close();
+      }
+    } finally {
+      fixture.close();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Acquire.
+
+  @Test
+  void acquireSucceedsWhenNobodyHoldsTheLease() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    assertThat(a.name()).isEqualTo(name);
+    assertThat(a.owner()).isEqualTo("owner-a");
+    assertThat(a.holder().owner()).isEqualTo("owner-a");
+    assertNotHeld(a);
+
+    assertThat(result(a.acquire())).isTrue();
+
+    assertThat(a.checkAlive()).isTrue();
+    assertThat(a.fencingToken()).isPresent();
+    assertThat(a.remaining()).isPositive().isLessThanOrEqualTo(a.settings().safeWindow());
+  }
+
+  @Test
+  void acquireReturnsFalseWhileAnotherOwnerHolds() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    assertThat(result(a.acquire())).isTrue();
+
+    assertThat(result(b.acquire())).isFalse();
+
+    assertNotHeld(b);
+    assertThat(a.checkAlive()).isTrue();
+  }
+
+  @Test
+  void acquireAnswersFalseOnlyAfterItsRetriesAreSpent() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Duration retryInterval = ttl.dividedBy(5);
+    Lease b =
+        lease(contender(), name, "owner-b", s -> s.acquireRetries(2).retryInterval(retryInterval));
+    assertThat(result(a.acquire())).isTrue();
+
+    long start = now();
+    assertThat(result(b.acquire())).isFalse();
+
+    assertThat(Duration.ofNanos(now() - start))
+        .as("three attempts spaced by the retry interval")
+        .isGreaterThanOrEqualTo(retryInterval.multipliedBy(2));
+  }
+
+  @Test
+  void acquireRetriesWinOnceTheHolderReleases() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b =
+        lease(contender(), name, "owner-b", s -> s.acquireRetries(3).retryInterval(ttl.dividedBy(2)));
+    assertThat(result(a.acquire())).isTrue();
+
+    CompletableFuture<Boolean> waiting = b.acquire();
+    time.pass(ttl.dividedBy(4));
+    assertThat(waiting).as("still retrying while owner-a holds").isNotDone();
+    result(a.release());
+
+    assertThat(result(waiting)).isTrue();
+    assertThat(b.checkAlive()).isTrue();
+  }
+
+  @Test
+  void acquireFailsWithALeaseExceptionWhenTheStoreCannotBeReached() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    process.cutOff();
+
+    Throwable failure = failureOf(a.acquire());
+
+    assertThat(failure).isInstanceOf(LeaseException.class);
+    assertThat(failure.getMessage()).contains(a.name());
+    assertNotHeld(a);
+    process.heal();
+    assertThat(result(a.acquire())).as("acquire after the partition healed").isTrue();
+  }
+
+  @Test
+  void acquireWhileHoldingConfirmsTheSameTenureAndToken() {
+    Lease a = lease(contender(), leaseName(), "owner-a");
+    assertThat(result(a.acquire())).isTrue();
+    long token = a.fencingToken().orElseThrow();
+
+    assertThat(result(a.acquire())).isTrue();
+    time.pass(ttl);
+    assertThat(result(a.acquire())).isTrue();
+
+    assertThat(a.fencingToken()).hasValue(token);
+  }
+
+  @Test
+  void concurrentAcquireCallsOnOneLeaseShareOneTenure() {
+    Lease a = lease(contender(), leaseName(), "owner-a");
+
+    CompletableFuture<Boolean> first = a.acquire();
+    CompletableFuture<Boolean> second = a.acquire();
+
+    assertThat(result(first)).isTrue();
+    assertThat(result(second)).isTrue();
+    long token = a.fencingToken().orElseThrow();
+    assertThat(result(a.acquire())).isTrue();
+    assertThat(a.fencingToken()).hasValue(token);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Release.
+
+  @Test
+  void releaseEndsTheTenureAtOnceAndLetsAnotherOwnerAcquire() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    CompletableFuture<Void> released = a.release();
+    assertThat(a.checkAlive()).as("checkAlive right after release()").isFalse();
+    result(released);
+
+    assertNotHeld(a);
+    assertThat(result(b.acquire())).isTrue();
+    time.pass(ttl);
+    assertThat(lossesOfA.count()).as("onLost calls after a release").isZero();
+  }
+
+  @Test
+  void releaseWithoutAHeldLeaseIsAConfirmedNoOp() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+
+    result(a.release()); // never acquired
+    assertThat(result(a.acquire())).isTrue();
+    result(a.release());
+    result(a.release()); // released twice
+
+    assertThat(result(b.acquire())).isTrue();
+    long tokenOfB = b.fencingToken().orElseThrow();
+    result(a.release()); // not the holder
+    assertThat(result(b.acquire())).isTrue();
+    assertThat(b.fencingToken()).hasValue(tokenOfB);
+    result(b.release());
+
+    assertThat(result(a.acquire())).isTrue();
+    processA.cutOff();
+    time.awaitUntil("owner-a loses the lease", patience(), () -> lossesOfA.count() == 1);
+    processA.heal();
+    result(a.release()); // after onLost
+    assertThat(lossesOfA.count()).isEqualTo(1);
+  }
+
+  @Test
+  void aLateReleaseCannotEndANewerTenure() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    Lease c = lease(contender(), name, "owner-c");
+    assertThat(result(a.acquire())).isTrue();
+    long tokenOfA = a.fencingToken().orElseThrow();
+
+    processA.cutOff();
+    CompletableFuture<Void> lateRelease = a.release();
+    assertThat(a.checkAlive()).isFalse();
+    keepAcquiring(b, () -> {});
+    long tokenOfB = b.fencingToken().orElseThrow();
+    assertThat(tokenOfB).isGreaterThan(tokenOfA);
+    assertThat(failureOf(lateRelease))
+        .as("a release the store never confirmed")
+        .isInstanceOf(LeaseException.class);
+
+    processA.heal(); // whatever owner-a sent now reaches the store, long after its tenure
+    time.pass(ttl.dividedBy(2));
+
+    assertThat(b.checkAlive()).isTrue();
+    assertThat(result(b.acquire())).isTrue();
+    assertThat(b.fencingToken()).hasValue(tokenOfB);
+    assertThat(result(c.acquire())).isFalse();
+  }
+
+  @Test
+  void anotherIncarnationWithTheSameOwnerNameIsAnotherHolder() {
+    String name = leaseName();
+    Contender firstProcess = contender();
+    Lease before = lease(firstProcess, name, "same-owner");
+    assertThat(result(before.acquire())).isTrue();
+    long tokenBefore = before.fencingToken().orElseThrow();
+
+    Lease restarted = lease(contender(), name, "same-owner");
+    assertThat(restarted.holder()).isNotEqualTo(before.holder());
+    assertThat(result(restarted.acquire())).isFalse();
+    result(restarted.release());
+    assertThat(result(before.acquire())).isTrue();
+    assertThat(before.fencingToken()).hasValue(tokenBefore);
+
+    firstProcess.crash();
+    keepAcquiring(restarted, () -> {});
+    assertThat(restarted.fencingToken().orElseThrow()).isGreaterThan(tokenBefore);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Renewal, the local deadline, and checkAlive.
+
+  @Test
+  void renewalKeepsTheLeaseWellBeyondItsTtl() {
+    Lease a = lease(contender(), leaseName(), "owner-a");
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+    long token = a.fencingToken().orElseThrow();
+
+    long start = now();
+    time.awaitUntil(
+        "three TTLs pass",
+        ttl.multipliedBy(6),
+        () -> {
+          assertThat(a.checkAlive()).as("checkAlive while renewals succeed").isTrue();
+          return now() - start >= ttl.multipliedBy(3).toNanos();
+        });
+
+    assertThat(a.fencingToken()).hasValue(token);
+    assertThat(losses.count()).isZero();
+  }
+
+  @Test
+  void aPartitionShorterThanTheSafeWindowDoesNotSurrenderTheLease() {
+    Contender process = contender();
+    Lease a =
+        lease(process, leaseName(), "owner-a", s -> s.operationTimeout(ttl.dividedBy(10)));
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+    long token = a.fencingToken().orElseThrow();
+
+    process.cutOff(); // spans at least one renewal: the heartbeat is T/4
+    time.pass(ttl.multipliedBy(4).dividedBy(10));
+    process.heal();
+    time.pass(ttl);
+
+    assertThat(losses.count()).as("onLost calls after a short partition").isZero();
+    assertThat(a.checkAlive()).isTrue();
+    assertThat(result(a.acquire())).isTrue();
+    assertThat(a.fencingToken()).hasValue(token);
+  }
+
+  @Test
+  void checkAliveIsFalseAtOnceWhenAPauseOutlastsTheDeadline() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+    Duration left = a.remaining();
+
+    process.pause(); // the renewal thread stalls with everything else
+    time.pass(left.plus(ttl.dividedBy(10)));
+    process.resume();
+
+    assertThat(a.checkAlive()).as("the first checkAlive() after the pause").isFalse();
+    assertThat(a.fencingToken()).isEmpty();
+    assertThat(a.remaining()).isZero();
+    awaitLosses(losses, 1);
+    assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.EXPIRED);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // onLost.
+
+  @Test
+  void onLostFiresOncePerLoss() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    process.cutOff();
+    awaitLosses(losses, 1);
+    time.pass(ttl);
+    assertThat(losses.count()).isEqualTo(1);
+    assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.EXPIRED);
+    assertNotHeld(a);
+
+    process.heal();
+    keepAcquiring(a, () -> {});
+    process.cutOff();
+    awaitLosses(losses, 2);
+    time.pass(ttl);
+    assertThat(losses.count()).isEqualTo(2);
+  }
+
+  @Test
+  void aCancelledSubscriptionIsNotCalled() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    LossRecorder cancelled = new LossRecorder(ticker());
+    Subscription subscription = a.onLost(cancelled);
+    LossRecorder kept = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    subscription.cancel();
+    subscription.cancel();
+    process.cutOff();
+
+    awaitLosses(kept, 1);
+    time.pass(ttl);
+    assertThat(cancelled.count()).isZero();
+  }
+
+  @Test
+  void aThrowingHandlerHarmsNeitherOtherHandlersNorTheLease() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    AtomicInteger throwingCalls = new AtomicInteger();
+    a.onLost(
+        lost -> {
+          throwingCalls.incrementAndGet();
+          throw new IllegalStateException("handler failure on purpose");
+        });
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    process.cutOff();
+    awaitLosses(losses, 1);
+    process.heal();
+    keepAcquiring(a, () -> {});
+    time.pass(ttl);
+    assertThat(a.checkAlive()).as("renewal after a handler threw").isTrue();
+    process.cutOff();
+    awaitLosses(losses, 2);
+
+    assertThat(throwingCalls).hasValue(2);
+  }
+
+  @Test
+  void handlersMayCallTheLeaseFromInsideTheCallback() {
+    Contender process = contender();
+    Lease a = lease(process, leaseName(), "owner-a");
+    AtomicBoolean aliveInsideHandler = new AtomicBoolean(true);
+    List<CompletableFuture<?>> fromHandler = new CopyOnWriteArrayList<>();
+    AtomicBoolean handled = new AtomicBoolean();
+    a.onLost(
+        lost -> {
+          aliveInsideHandler.set(a.checkAlive());
+          fromHandler.add(a.release());
+          fromHandler.add(a.acquire());
+          handled.set(a.remaining().isZero());
+        });
+    assertThat(result(a.acquire())).isTrue();
+
+    process.cutOff();
+    time.awaitUntil("the handler ran", patience(), handled::get);
+
+    assertThat(aliveInsideHandler).as("checkAlive inside onLost").isFalse();
+    result(fromHandler.get(0)); // release inside the handler: a no-op
+    process.heal();
+    time.awaitDone(fromHandler.get(1), patience());
+    keepAcquiring(a, () -> {});
+  }
+
+  @Test
+  void aRecordDeletedInTheStoreIsReportedAsALoss() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    fixture.revokeInStore(name);
+
+    awaitLosses(losses, 1);
+    assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED);
+    assertNotHeld(a);
+    assertThat(result(b.acquire())).isTrue();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Fencing tokens.
+
+  @Test
+  void fencingTokensStrictlyIncreaseAcrossTenures() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    List<Long> tokens = new ArrayList<>();
+    Consumer<Lease> tenure =
+        lease -> {
+          assertThat(result(lease.acquire())).isTrue();
+          tokens.add(lease.fencingToken().orElseThrow());
+        };
+
+    tenure.accept(a);
+    result(a.release());
+    tenure.accept(b);
+    result(b.release());
+    tenure.accept(a);
+    result(a.release());
+    tenure.accept(a); // the same holder again, after not holding: a new tenure
+    processA.cutOff();
+    awaitLosses(lossesOfA, 1);
+    processA.heal();
+    keepAcquiring(a, () -> {}); // after a loss
+    tokens.add(a.fencingToken().orElseThrow());
+    a.close();
+    tenure.accept(b);
+
+    assertThat(tokens).hasSize(6).isSorted().doesNotHaveDuplicates();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Close.
+
+  @Test
+  void closeReleasesTheLeaseAndIsIdempotent() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder losses = recordLosses(a);
+    assertThat(result(a.acquire())).isTrue();
+
+    a.close();
+
+    assertNotHeld(a);
+    assertThat(result(b.acquire())).isTrue();
+    a.close();
+    assertThatThrownBy(() -> a.acquire().join()).hasCauseInstanceOf(IllegalStateException.class);
+    result(a.release());
+    assertThat(losses.count()).isZero();
+  }
+
+  @Test
+  void closingTheBackendClosesEveryLeaseItMade() {
+    String first = leaseName();
+    String second = leaseName();
+    Contender processA = contender();
+    Lease a1 = lease(processA, first, "owner-a");
+    Lease a2 = lease(processA, second, "owner-a");
+    LossRecorder losses = recordLosses(a1);
+    a2.onLost(losses);
+    assertThat(result(a1.acquire())).isTrue();
+    assertThat(result(a2.acquire())).isTrue();
+    Contender processB = contender();
+
+    processA.backend().close();
+
+    assertNotHeld(a1);
+    assertNotHeld(a2);
+    assertThat(result(lease(processB, first, "owner-b").acquire())).isTrue();
+    assertThat(result(lease(processB, second, "owner-b").acquire())).isTrue();
+    assertThat(losses.count()).isZero();
+    assertThatThrownBy(() -> lease(processA, leaseName(), "owner-a"))
+        .isInstanceOf(IllegalStateException.class);
+    processA.backend().close();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Bad input.
+
+  @Test
+  void invalidSettingsAreRejectedWithTheFieldAndTheAllowedRange() {
+    Contender process = contender();
+    record Case(String field, Runnable build) {}
+    List<Case> cases =
+        List.of(
+            new Case("name", () -> LeaseSettings.builder(" ", "owner")),
+            new Case("name", () -> LeaseSettings.builder("x".repeat(257), "owner")),
+            new Case("owner", () -> LeaseSettings.builder("name", "")),
+            new Case("owner", () -> LeaseSettings.builder("name", "tab\there")),
+            new Case("ttl", () -> settings("n", "o").ttl(Duration.ZERO)),
+            new Case("ttl", () -> settings("n", "o").ttl(Duration.ofDays(2))),
+            new Case("heartbeatInterval", () -> settings("n", "o").heartbeatInterval(ttl).build()),
+            new Case("heartbeatInterval", () -> settings("n", "o").heartbeatInterval(Duration.ZERO)),
+            new Case("acquireRetries", () -> settings("n", "o").acquireRetries(-1)),
+            new Case("acquireRetries", () -> settings("n", "o").acquireRetries(101)),
+            new Case("retryInterval", () -> settings("n", "o").retryInterval(Duration.ZERO)),
+            new Case("operationTimeout", () -> settings("n", "o").operationTimeout(Duration.ofHours(2))),
+            new Case("maxClockDrift", () -> settings("n", "o").maxClockDrift(0.5)),
+            new Case("maxClockDrift", () -> settings("n", "o").maxClockDrift(Double.NaN)),
+            new Case("safetyMargin", () -> settings("n", "o").safetyMargin(Duration.ofSeconds(-1))),
+            new Case("safetyMargin", () -> settings("n", "o").safetyMargin(ttl).build()));
+
+    for (Case c : cases) {
+      assertThatThrownBy(c.build::run)
+          .as("bad %s", c.field)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageStartingWith(c.field + " must");
+    }
+    assertThatThrownBy(() -> process.backend().newLease(null))
+        .isInstanceOf(NullPointerException.class);
+    Lease fine = lease(process, leaseName(), "owner-a");
+    assertThat(result(fine.acquire())).as("the backend after rejecting bad input").isTrue();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The four scenarios of the source document.
+
+  /** (a) Two (here four) owners acquire at the same moment: exactly one wins, every time. */
+  @Test
+  void concurrentAcquiresFromDifferentOwnersHaveExactlyOneWinner() throws Exception {
+    List<Contender> processes = new ArrayList<>();
+    for (int i = 0; i < CONCURRENT_CONTENDERS; i++) {
+      processes.add(contender());
+    }
+    ExecutorService threads = Executors.newFixedThreadPool(CONCURRENT_CONTENDERS);
+    try {
+      for (int round = 0; round < CONCURRENT_ROUNDS; round++) {
+        String name = leaseName();
+        List<Lease> leases = new ArrayList<>();
+        for (int i = 0; i < CONCURRENT_CONTENDERS; i++) {
+          leases.add(lease(processes.get(i), name, "owner-" + i));
+        }
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<CompletableFuture<Boolean>>> calls = new ArrayList<>();
+        for (Lease lease : leases) {
+          calls.add(
+              threads.submit(
+                  () -> {
+                    start.await();
+                    return lease.acquire();
+                  }));
+        }
+        start.countDown();
+        int winners = 0;
+        for (Future<CompletableFuture<Boolean>> call : calls) {
+          CompletableFuture<Boolean> outcome = call.get(patience().toMillis(), TimeUnit.MILLISECONDS);
+          if (result(outcome)) {
+            winners++;
+          }
+        }
+        assertThat(winners).as("winners in round %d", round).isEqualTo(1);
+        for (Lease lease : leases) {
+          lease.close();
+        }
+      }
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+
+  /**
+   * (b) The holder is cut off and keeps trying to renew while another owner keeps trying to
+   * acquire: the cut-off holder stops (onLost) before the other starts, with a greater token.
+   */
+  @Test
+  void aPartitionedHolderStopsBeforeTheOtherSideAcquires() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    ExclusivityChecker checker = new ExclusivityChecker();
+    assertThat(result(a.acquire())).isTrue();
+    long tokenOfA = a.fencingToken().orElseThrow();
+
+    processA.cutOff();
+    long acquiredByB =
+        keepAcquiring(
+            b,
+            () -> {
+              checker.sample(a);
+              checker.sample(b);
+            });
+
+    assertThat(lossesOfA.count()).isEqualTo(1);
+    assertThat(lossesOfA.first().reason().kind()).isEqualTo(LeaseLost.Kind.EXPIRED);
+    assertThat(acquiredByB - lossesOfA.first().atNanos())
+        .as("owner-a's onLost ran before owner-b's acquire succeeded")
+        .isPositive();
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+    assertThat(checker.liveSamples()).isPositive();
+    checker.sample(a);
+    checker.sample(b);
+    checker.assertExclusive();
+
+    processA.heal();
+    assertThat(result(a.acquire())).isFalse();
+    assertThat(result(b.acquire())).isTrue();
+  }
+
+  /** (c) The holder crashes: another owner gets the lease after the holder's deadline, not before. */
+  @Test
+  void aCrashedHoldersLeaseGoesToAnotherOwnerAfterItsDeadlineNotBefore() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    assertThat(result(a.acquire())).isTrue();
+    long tokenOfA = a.fencingToken().orElseThrow();
+
+    long deadlineOfA = now() + a.remaining().toNanos(); // at most a's safe deadline
+    processA.crash();
+    AtomicInteger attempts = new AtomicInteger();
+    long acquiredByB = keepAcquiring(b, attempts::incrementAndGet);
+
+    assertThat(acquiredByB - deadlineOfA)
+        .as("owner-b acquired only after owner-a's safe deadline")
+        .isGreaterThanOrEqualTo(0);
+    assertThat(attempts).as("owner-b's attempts, refused until then").hasValueGreaterThan(1);
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+  }
+
+  /**
+   * (d) The holder pauses for longer than the TTL; another owner holds the lease meanwhile. On
+   * resume the first holder's checkAlive() is false at once and its onLost fires.
+   */
+  @Test
+  void aHolderPausedBeyondItsTtlFindsTheLeaseGoneOnResume() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    ExclusivityChecker checker = new ExclusivityChecker();
+    assertThat(result(a.acquire())).isTrue();
+    long tokenOfA = a.fencingToken().orElseThrow();
+    checker.sample(a);
+
+    processA.pause();
+    keepAcquiring(b, () -> checker.sample(b));
+    checker.sample(b);
+    processA.resume();
+
+    assertThat(a.checkAlive()).as("the first checkAlive() after resuming").isFalse();
+    assertThat(checker.sample(a)).isFalse();
+    awaitLosses(lossesOfA, 1);
+    assertThat(lossesOfA.first().reason().kind()).isEqualTo(LeaseLost.Kind.EXPIRED);
+    assertThat(b.checkAlive()).isTrue();
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+    checker.assertExclusive();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Helpers.
+
+  /**
+   * The suite's settings for a lease, derived from the fixture's TTL.
+   *
+   * @param name the lease name
+   * @param owner the owner name
+   * @return a builder a test may adjust further
+   */
+  protected final LeaseSettings.Builder settings(String name, String owner) {
+    return LeaseSettings.builder(name, owner)
+        .ttl(ttl)
+        .heartbeatInterval(ttl.dividedBy(4))
+        .operationTimeout(ttl.dividedBy(5))
+        .retryInterval(ttl.dividedBy(20))
+        .safetyMargin(ttl.dividedBy(5))
+        .maxClockDrift(0.01)
+        .acquireRetries(0);
+  }
+
+  private Contender contender() {
+    Contender c = fixture.newContender();
+    contenders.add(c);
+    return c;
+  }
+
+  private String leaseName() {
+    return testName + "-" + (++leaseCounter);
+  }
+
+  private Lease lease(Contender process, String name, String owner) {
+    return lease(process, name, owner, UnaryOperator.identity());
+  }
+
+  private Lease lease(
+      Contender process, String name, String owner, UnaryOperator<LeaseSettings.Builder> adjust) {
+    return process.backend().newLease(adjust.apply(settings(name, owner)).build());
+  }
+
+  private Duration patience() {
+    return ttl.multipliedBy(10);
+  }
+
+  private Ticker ticker() {
+    return time.ticker();
+  }
+
+  private long now() {
+    return ticker().read();
+  }
+
+  private LossRecorder recordLosses(Lease lease) {
+    LossRecorder recorder = new LossRecorder(ticker());
+    lease.onLost(recorder);
+    return recorder;
+  }
+
+  private void awaitLosses(LossRecorder losses, int count) {
+    time.awaitUntil("onLost called " + count + " time(s)", patience(), () -> losses.count() >= count);
+    assertThat(losses.count()).isEqualTo(count);
+  }
+
+  private static void assertNotHeld(Lease lease) {
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(lease.fencingToken()).isEqualTo(OptionalLong.empty());
+    assertThat(lease.remaining()).isZero();
+  }
+
+  private <T> T result(CompletableFuture<T> future) {
+    time.awaitDone(future, patience());
+    return future.join();
+  }
+
+  private Throwable failureOf(CompletableFuture<?> future) {
+    time.awaitDone(future, patience());
+    assertThat(future).isCompletedExceptionally();
+    try {
+      future.join();
+    } catch (CompletionException e) {
+      return e.getCause();
+    } catch (CancellationException e) {
+      return e;
+    }
+    throw new AssertionError("unreachable: the future completed exceptionally");
+  }
+
+  /**
+   * Calls {@code acquire()} over and over, as a contender does, until it succeeds.
+   *
+   * @return the ticker reading when the successful acquire completed
+   */
+  private long keepAcquiring(Lease lease, Runnable eachRound) {
+    AtomicLong acquiredAt = new AtomicLong();
+    AtomicBoolean acquired = new AtomicBoolean();
+    time.awaitUntil(
+        lease.owner() + " acquires " + lease.name(),
+        patience(),
+        () -> {
+          eachRound.run();
+          CompletableFuture<Boolean> attempt = lease.acquire();
+          attempt.whenComplete(
+              (won, error) -> {
+                if (Boolean.TRUE.equals(won) && !acquired.get()) {
+                  acquiredAt.set(now());
+                  acquired.set(true);
+                }
+              });
+          time.awaitDone(attempt, patience());
+          return acquired.get();
+        });
+    return acquiredAt.get();
+  }
+}
