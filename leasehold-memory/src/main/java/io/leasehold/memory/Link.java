@@ -7,18 +7,20 @@ import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.function.Supplier;
 
 /**
  * The network between one simulated process and the store. Connected, a request is applied at
- * once. Cut off, requests and the store's notices are held in flight, as a partition holds back
- * TCP traffic, and delivered in order when the link heals, so a request may arrive long after it
- * was sent. After a crash, nothing comes or goes.
+ * once and its reply comes back after the configured reply delay (none by default). Cut off,
+ * requests and the store's notices are held in flight, as a partition holds back TCP traffic, and
+ * delivered in order when the link heals, so a request may arrive long after it was sent. After a
+ * crash, nothing comes or goes.
  */
 final class Link implements LeaseStore {
 
@@ -32,16 +34,17 @@ final class Link implements LeaseStore {
 
   private final MemoryLeaseStore store;
   private final OpenLeases leases;
-  private final Executor process;
+  private final Scheduler process;
   private final Object lock = new Object();
   private final List<Runnable> inFlight = new ArrayList<>();
   private State state = State.CONNECTED;
+  private long replyDelayNanos;
 
   /**
    * @param process the process's own threads: replies held in flight and the store's notices are
    *     handed to them, so they wait while the process is paused
    */
-  Link(MemoryLeaseStore store, OpenLeases leases, Executor process) {
+  Link(MemoryLeaseStore store, OpenLeases leases, Scheduler process) {
     this.store = store;
     this.leases = leases;
     this.process = process;
@@ -70,8 +73,7 @@ final class Link implements LeaseStore {
   void push(HolderId holder, long token, LeaseLost reason) {
     Runnable notice =
         () ->
-            process.execute(
-                () -> leases.find(holder).ifPresent(l -> l.storeReportedLoss(token, reason)));
+            deliver(() -> leases.find(holder).ifPresent(l -> l.storeReportedLoss(token, reason)));
     synchronized (lock) {
       if (state == State.CUT_OFF || state == State.DRAINING) {
         inFlight.add(notice);
@@ -85,6 +87,7 @@ final class Link implements LeaseStore {
   }
 
   private <T> CompletableFuture<T> call(Supplier<T> request) {
+    long delay;
     synchronized (lock) {
       if (state == State.CRASHED) {
         return new CompletableFuture<>();
@@ -94,12 +97,35 @@ final class Link implements LeaseStore {
         inFlight.add(
             () -> {
               T answer = request.get();
-              process.execute(() -> reply.complete(answer));
+              deliver(() -> reply.complete(answer));
             });
         return reply;
       }
+      delay = replyDelayNanos;
     }
-    return CompletableFuture.completedFuture(request.get());
+    // The store is called outside the link's lock: its notices take the locks of other links.
+    T answer = request.get();
+    if (delay == 0) {
+      return CompletableFuture.completedFuture(answer);
+    }
+    CompletableFuture<T> reply = new CompletableFuture<>();
+    process.schedule(() -> reply.complete(answer), delay);
+    return reply;
+  }
+
+  /** Hands something from the store to the process's threads, after the reply delay. */
+  private void deliver(Runnable arrival) {
+    long delay;
+    synchronized (lock) {
+      delay = replyDelayNanos;
+    }
+    process.schedule(arrival, delay);
+  }
+
+  void delayReplies(Duration delay) {
+    synchronized (lock) {
+      replyDelayNanos = delay.toNanos();
+    }
   }
 
   void cutOff() {

@@ -5,6 +5,8 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
+import io.leasehold.spi.VirtualClock;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -18,6 +20,7 @@ import java.util.Objects;
  *       timeouts meanwhile and keep retrying until their safe deadline.</li>
  *   <li>{@link #pause()} / {@link #resume()}: the whole process stops, as under {@code SIGSTOP}
  *       or a long garbage collection; renewals and handlers due meanwhile run on resume.</li>
+ *   <li>{@link #delayReplies(Duration)}: replies come back late, as over a congested network.</li>
  *   <li>{@link #crash()}: the process dies without releasing anything; the store's TTL cleans
  *       up.</li>
  * </ul>
@@ -75,6 +78,22 @@ public final class MemoryBackend implements LeaseBackend {
   /** Reconnects after {@link #cutOff()}; what was held back is delivered in order. */
   public void heal() {
     link.heal();
+  }
+
+  /**
+   * Makes the store's replies, and its notices, reach this process only {@code delay} after the
+   * store handled the request: a slow or congested network on the way back. Requests still arrive
+   * at once, so the store's TTL starts long before the holder hears that it renewed.
+   *
+   * @param delay how late replies arrive; zero for none
+   * @throws IllegalArgumentException if {@code delay} is negative
+   */
+  public void delayReplies(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    if (delay.isNegative()) {
+      throw new IllegalArgumentException("delay must not be negative; was " + delay);
+    }
+    link.delayReplies(delay);
   }
 
   /** {@return whether the process is cut off from the store} */

@@ -7,6 +7,7 @@ import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Tenure;
+import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

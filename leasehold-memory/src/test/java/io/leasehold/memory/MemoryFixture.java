@@ -1,6 +1,7 @@
 package io.leasehold.memory;
 
 import io.leasehold.LeaseBackend;
+import io.leasehold.spi.VirtualClock;
 import io.leasehold.testkit.Contender;
 import io.leasehold.testkit.ContractFixture;
 import io.leasehold.testkit.TimeControl;

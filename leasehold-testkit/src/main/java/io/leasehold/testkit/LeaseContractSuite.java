@@ -45,7 +45,7 @@ import org.junit.jupiter.api.Timeout;
  * heartbeat {@code T/4}, operation timeout {@code T/5}, retry interval {@code T/20}, safety margin
  * {@code T/5}, so the safe window is {@code 0.79 T}.
  */
-@Timeout(value = 3, unit = TimeUnit.MINUTES)
+@Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 public abstract class LeaseContractSuite {
 
   /** Rounds of the concurrent-acquire scenario. */

@@ -1,7 +1,6 @@
-package io.leasehold.memory;
+package io.leasehold.spi;
 
 import io.leasehold.Ticker;
-import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.PriorityQueue;
@@ -9,13 +8,13 @@ import java.util.PriorityQueue;
 /**
  * Virtual time for tests: a {@link Ticker} that stands still until {@link #advance(Duration)}
  * moves it, and a {@link Scheduler} whose tasks run, in due order, on the thread that advances it.
- * Pass it to {@link MemoryLeaseStore#create(VirtualClock)} and every renewal, deadline, retry and
- * timeout of that store's leases runs on virtual time, so a test covers minutes of lease life in
- * milliseconds and never sleeps.
+ * A backend whose runtime is {@code LeaseRuntime.of(clock, clock, clock)} runs every renewal,
+ * deadline, retry, timeout and loss handler on virtual time, so a test covers minutes of lease
+ * life in milliseconds and never sleeps (the memory backend takes one in {@code
+ * MemoryLeaseStore.create(VirtualClock)}).
  *
- * <p>{@link io.leasehold.Lease#onLost} handlers run on this clock too, as tasks due at once: they
- * run on the next {@code advance}, even {@code advance(Duration.ZERO)}. Thread-safe; one advance
- * runs at a time.
+ * <p>Tasks due at once, such as {@link io.leasehold.Lease#onLost} handlers, run on the next
+ * {@code advance}, even {@code advance(Duration.ZERO)}. Thread-safe; one advance runs at a time.
  */
 public final class VirtualClock implements Ticker, Scheduler {
 
@@ -73,6 +72,11 @@ public final class VirtualClock implements Ticker, Scheduler {
     synchronized (advancing) {
       long target = now + duration.toNanos();
       for (; ; ) {
+        if (Thread.currentThread().isInterrupted()) {
+          throw new IllegalStateException(
+              "interrupted while advancing the virtual clock (a test timeout, or tasks that"
+                  + " keep rescheduling themselves at the same instant)");
+        }
         Task next;
         synchronized (lock) {
           next = queue.peek();
