@@ -1,0 +1,328 @@
+package io.leasehold.spi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseLost;
+import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseTimeoutException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The engine under interleavings a real store produces only now and then: replies that come
+ * late, after the deadline, or out of order, and threads that race at the deadline. Time is
+ * virtual; the store answers only when the test says so.
+ */
+@Timeout(30)
+class ManagedLeaseTest {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+  private static final Duration HEARTBEAT = Duration.ofMillis(2500);
+  private static final Duration WINDOW = Duration.ofMillis(7900); // 10 s × 0.99 − 2 s
+
+  private final VirtualClock clock = new VirtualClock(Long.MAX_VALUE - 5_000_000_000L);
+  private final ScriptedStore store = new ScriptedStore();
+  private final List<LeaseLost> losses = new CopyOnWriteArrayList<>();
+  private final List<ManagedLease> made = new CopyOnWriteArrayList<>();
+
+  @AfterEach
+  void settleAndClose() {
+    store.acquires.forEach(c -> c.reply().completeExceptionally(new IllegalStateException("end")));
+    store.renewals.forEach(c -> c.reply().completeExceptionally(new IllegalStateException("end")));
+    store.releases.forEach(c -> c.reply().complete(null));
+    made.forEach(ManagedLease::closeAsync);
+  }
+
+  private LeaseSettings.Builder settings() {
+    return LeaseSettings.builder("jobs", "node-1")
+        .ttl(TTL)
+        .heartbeatInterval(HEARTBEAT)
+        .safetyMargin(Duration.ofSeconds(2))
+        .maxClockDrift(0.01)
+        .operationTimeout(Duration.ofSeconds(20))
+        .retryInterval(Duration.ofMillis(500))
+        .acquireRetries(0);
+  }
+
+  private ManagedLease lease(LeaseSettings settings, LeaseRuntime runtime) {
+    ManagedLease lease = new ManagedLease(settings, store, runtime, closed -> {});
+    lease.onLost(losses::add);
+    made.add(lease);
+    return lease;
+  }
+
+  private ManagedLease lease(LeaseSettings settings) {
+    return lease(settings, LeaseRuntime.of(clock, clock, clock));
+  }
+
+  private ManagedLease held(long token) {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    store.grant(token);
+    assertThat(acquired).isCompletedWithValue(true);
+    return lease;
+  }
+
+  private void advance(Duration d) {
+    clock.advance(d);
+  }
+
+  @Test
+  void theDeadlineRunsFromTheSendTimeOfTheAcquire() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(Duration.ofSeconds(3)); // the reply takes 3 s
+
+    store.grant(1);
+
+    assertThat(acquired).isCompletedWithValue(true);
+    assertThat(lease.remaining()).isEqualTo(WINDOW.minusSeconds(3));
+  }
+
+  @Test
+  void aGrantThatArrivesAfterTheSafeWindowIsNotHeldAndIsGivenBack() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(WINDOW.plusMillis(1));
+
+    store.grant(7);
+
+    assertThat(acquired).isCompletedExceptionally();
+    assertThatThrownBy(acquired::join).hasCauseInstanceOf(LeaseTimeoutException.class);
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(7));
+  }
+
+  @Test
+  void aSlowRenewalExtendsFromWhenItWasSentNotWhenItsReplyCame() {
+    ManagedLease lease = held(1);
+    advance(HEARTBEAT); // the renewal goes out now
+    ScriptedStore.Renew renewal = store.lastRenewal();
+    advance(Duration.ofSeconds(2)); // and its reply takes 2 s
+
+    renewal.reply().complete(new RenewResult.Renewed(renewal.sentAtNanos()));
+
+    assertThat(lease.remaining()).isEqualTo(WINDOW.minusSeconds(2));
+  }
+
+  @Test
+  void aRenewalAnsweredFromAnEarlierSharedKeepAliveCountsFromThatKeepAlive() {
+    ManagedLease lease = held(1);
+    advance(HEARTBEAT);
+    ScriptedStore.Renew renewal = store.lastRenewal();
+
+    renewal
+        .reply()
+        .complete(new RenewResult.Renewed(renewal.sentAtNanos() - Duration.ofSeconds(1).toNanos()));
+
+    assertThat(lease.remaining()).isEqualTo(WINDOW.minusSeconds(1));
+  }
+
+  @Test
+  void aRenewalThatSucceedsAfterTheDeadlineDoesNotBringTheTenureBack() {
+    ManagedLease lease = held(1);
+    advance(HEARTBEAT);
+    ScriptedStore.Renew late = store.lastRenewal();
+    advance(WINDOW); // the deadline passes while the renewal is in flight
+
+    late.reply().complete(new RenewResult.Renewed(late.sentAtNanos()));
+    advance(Duration.ZERO);
+
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(losses).singleElement().extracting(LeaseLost::kind).isEqualTo(LeaseLost.Kind.EXPIRED);
+  }
+
+  @Test
+  void renewalFailuresAreRetriedUntilTheDeadlineAndTheLossSaysWhy() {
+    ManagedLease lease = held(1);
+    advance(HEARTBEAT);
+    int failures = 0;
+    while (lease.checkAlive()) {
+      if (!store.lastRenewal().reply().isDone()) {
+        store
+            .lastRenewal()
+            .reply()
+            .completeExceptionally(new LeaseException(LeaseException.Code.UNAVAILABLE, "connection refused", null));
+        failures++;
+      }
+      advance(Duration.ofMillis(100));
+    }
+    advance(Duration.ZERO);
+
+    // From the first renewal at 2.5 s to the deadline at 7.9 s, one attempt every 500 ms.
+    assertThat(failures).isBetween(10, 12);
+    String expectedCount = failures + " failed attempt(s)";
+    assertThat(losses)
+        .singleElement()
+        .satisfies(
+            lost -> {
+              assertThat(lost.kind()).isEqualTo(LeaseLost.Kind.EXPIRED);
+              assertThat(lost.detail()).contains(expectedCount, "connection refused");
+            });
+  }
+
+  @Test
+  void aRenewalAnsweredLostFiresOnLostWithTheStoresReason() {
+    ManagedLease lease = held(1);
+    advance(HEARTBEAT);
+
+    LeaseLost reason = new LeaseLost(LeaseLost.Kind.TAKEN_OVER, "node-2 holds it");
+    store.lastRenewal().reply().complete(new RenewResult.Lost(reason));
+    advance(Duration.ZERO);
+
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(losses).containsExactly(reason);
+    assertThat(store.releases).as("no release of a tenure the store says is gone").isEmpty();
+  }
+
+  @Test
+  void anEventAboutAnOlderTenureIsIgnored() {
+    ManagedLease lease = held(5);
+
+    lease.storeReportedLoss(4, new LeaseLost(LeaseLost.Kind.REVOKED, "old"));
+    advance(Duration.ZERO);
+    assertThat(lease.checkAlive()).isTrue();
+
+    lease.storeReportedLoss(5, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted"));
+    advance(Duration.ZERO);
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(losses).extracting(LeaseLost::detail).containsExactly("deleted");
+  }
+
+  @Test
+  void checkAliveIsFalseAtTheDeadlineEvenIfNoTimerEverRuns() throws Exception {
+    AtomicLong now = new AtomicLong(42);
+    VirtualClock stalled = new VirtualClock(); // never advanced: renewals and timers never run
+    ManagedLease lease = lease(settings().build(), LeaseRuntime.of(now::get, stalled, clock));
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    store.grant(1);
+    assertThat(acquired).isCompletedWithValue(true);
+
+    now.addAndGet(WINDOW.toNanos() - 1);
+    assertThat(lease.checkAlive()).isTrue();
+    now.incrementAndGet();
+
+    ExecutorService threads = Executors.newFixedThreadPool(8);
+    try {
+      CountDownLatch start = new CountDownLatch(1);
+      List<Future<Boolean>> answers = new CopyOnWriteArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        answers.add(
+            threads.submit(
+                () -> {
+                  start.await();
+                  return lease.checkAlive();
+                }));
+      }
+      start.countDown();
+      for (Future<Boolean> answer : answers) {
+        assertThat(answer.get(10, TimeUnit.SECONDS)).isFalse();
+      }
+    } finally {
+      threads.shutdownNow();
+    }
+    assertThat(losses).as("handlers do not run on the caller of checkAlive").isEmpty();
+    advance(Duration.ZERO);
+    assertThat(losses).as("one loss, however many threads saw it").hasSize(1);
+    assertThat(lease.fencingToken()).isEmpty();
+  }
+
+  @Test
+  void aNewAcquireWaitsUntilTheHandlersOfTheLastLossRan() {
+    // Handlers run one second after a loss, so the test can ask again before they ran.
+    LeaseRuntime slowCallbacks =
+        LeaseRuntime.of(clock, clock, task -> clock.schedule(task, Duration.ofSeconds(1).toNanos()));
+    ManagedLease lease = lease(settings().build(), slowCallbacks);
+    CompletableFuture<Boolean> first = lease.acquire();
+    store.grant(2);
+    assertThat(first).isCompletedWithValue(true);
+
+    lease.storeReportedLoss(2, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted"));
+    CompletableFuture<Boolean> again = lease.acquire();
+
+    assertThat(store.acquires).as("no acquire sent before the handlers ran").hasSize(1);
+    advance(Duration.ofSeconds(1));
+    assertThat(losses).hasSize(1);
+    assertThat(store.acquires).hasSize(2);
+    store.grant(3);
+    assertThat(again).isCompletedWithValue(true);
+    assertThat(lease.fencingToken()).hasValue(3);
+  }
+
+  @Test
+  void releaseDuringAnAcquireReleasesWhatTheAcquireGot() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    CompletableFuture<Void> released = lease.release();
+    assertThat(released).isNotDone();
+
+    store.grant(9);
+
+    assertThat(acquired).isCompletedWithValue(true);
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(9));
+    assertThat(lease.checkAlive()).isFalse();
+    store.releases.get(0).reply().complete(null);
+    assertThat(released).isCompletedWithValue(null);
+    assertThat(losses).isEmpty();
+  }
+
+  @Test
+  void closeDuringAnAcquireFailsItAndGivesBackALateGrant() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    lease.close();
+    store.grant(4);
+
+    assertThat(acquired).isCompletedExceptionally();
+    assertThatThrownBy(acquired::join).hasCauseInstanceOf(IllegalStateException.class);
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(4));
+  }
+
+  @Test
+  void retriesOfOneAcquireShareARequestIdAndTheNextAcquireUsesANewOne() {
+    ManagedLease lease = lease(settings().acquireRetries(1).operationTimeout(Duration.ofSeconds(1)).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(Duration.ofSeconds(1)); // the first attempt times out
+    advance(Duration.ofMillis(500)); // the retry goes out
+    assertThat(store.acquires).hasSize(2);
+    store.grant(1);
+    assertThat(acquired).isCompletedWithValue(true);
+    lease.release();
+    store.releases.get(0).reply().complete(null);
+
+    lease.acquire();
+
+    assertThat(store.acquires).extracting(a -> a.request().requestId()).containsExactly(1L, 1L, 2L);
+  }
+
+  @Test
+  void acquireWhileHoldingIsOneRenewalAndKeepsTheToken() {
+    ManagedLease lease = held(3);
+    advance(Duration.ofSeconds(1));
+
+    CompletableFuture<Boolean> confirmed = lease.acquire();
+    CompletableFuture<Boolean> joined = lease.acquire();
+    assertThat(store.renewals).as("one round trip for both calls").hasSize(1);
+    store.lastRenewal().reply().complete(new RenewResult.Renewed(store.lastRenewal().sentAtNanos()));
+
+    assertThat(confirmed).isCompletedWithValue(true);
+    assertThat(joined).isCompletedWithValue(true);
+    assertThat(lease.fencingToken()).hasValue(3);
+    assertThat(lease.remaining()).isEqualTo(WINDOW);
+  }
+}

@@ -1,0 +1,61 @@
+package io.leasehold.spi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A store whose every answer the test gives by hand, so that a test can put replies in any order
+ * and at any time the engine must survive. It records each call.
+ */
+final class ScriptedStore implements LeaseStore {
+
+  record Acquire(AcquireRequest request, CompletableFuture<AcquireResult> reply) {}
+
+  record Renew(Tenure tenure, long sentAtNanos, CompletableFuture<RenewResult> reply) {}
+
+  record Release(Tenure tenure, CompletableFuture<Void> reply) {}
+
+  final List<Acquire> acquires = new CopyOnWriteArrayList<>();
+  final List<Renew> renewals = new CopyOnWriteArrayList<>();
+  final List<Release> releases = new CopyOnWriteArrayList<>();
+
+  @Override
+  public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
+    Acquire call = new Acquire(request, new CompletableFuture<>());
+    acquires.add(call);
+    return call.reply;
+  }
+
+  @Override
+  public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>());
+    renewals.add(call);
+    return call.reply;
+  }
+
+  @Override
+  public CompletableFuture<Void> release(Tenure tenure) {
+    Release call = new Release(tenure, new CompletableFuture<>());
+    releases.add(call);
+    return call.reply;
+  }
+
+  Acquire lastAcquire() {
+    assertThat(acquires).as("acquire calls").isNotEmpty();
+    return acquires.get(acquires.size() - 1);
+  }
+
+  Renew lastRenewal() {
+    assertThat(renewals).as("renewal calls").isNotEmpty();
+    return renewals.get(renewals.size() - 1);
+  }
+
+  /** Grants the last acquire with {@code token}, counting the TTL from the request's send time. */
+  void grant(long token) {
+    Acquire call = lastAcquire();
+    call.reply.complete(new AcquireResult.Acquired(token, call.request.sentAtNanos()));
+  }
+}
