@@ -146,6 +146,26 @@ class ManagedLeaseTest {
   }
 
   @Test
+  void aRenewalReplyThatFindsTheDeadlinePassedEndsTheTenureEvenIfNobodyNoticedYet() {
+    AtomicLong now = new AtomicLong(0);
+    VirtualClock stalled = new VirtualClock(); // no timer runs, so no deadline check either
+    ManagedLease lease = lease(settings().build(), LeaseRuntime.of(now::get, stalled, clock));
+    lease.acquire();
+    store.grant(1);
+    now.addAndGet(Duration.ofSeconds(1).toNanos());
+    CompletableFuture<Boolean> confirmed = lease.acquire(); // sends a renewal at 1 s
+    now.addAndGet(Duration.ofSeconds(7).toNanos()); // 8 s: past the deadline of 7.9 s
+
+    store.lastRenewal().reply().complete(new RenewResult.Renewed(store.lastRenewal().sentAtNanos()));
+    advance(Duration.ZERO);
+
+    assertThat(losses).singleElement().extracting(LeaseLost::kind).isEqualTo(LeaseLost.Kind.EXPIRED);
+    assertThat(confirmed).as("a fresh acquisition follows the loss").isNotDone();
+    assertThat(store.acquires).hasSize(2);
+    assertThat(lease.checkAlive()).isFalse();
+  }
+
+  @Test
   void renewalFailuresAreRetriedUntilTheDeadlineAndTheLossSaysWhy() {
     ManagedLease lease = held(1);
     advance(HEARTBEAT);
