@@ -1,0 +1,169 @@
+package io.leasehold.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseSettings;
+import io.leasehold.spi.VirtualClock;
+import io.leasehold.testkit.ExclusivityChecker;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** What the contract suite cannot reach through a generic fixture. */
+@Timeout(60)
+class MemoryBackendTest {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+
+  private final VirtualClock clock = new VirtualClock(MemoryFixture.VIRTUAL_ORIGIN);
+  private final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+  private final MemoryBackend nodeA = store.connect();
+  private final MemoryBackend nodeB = store.connect();
+
+  @AfterEach
+  void close() {
+    nodeA.close();
+    nodeB.close();
+  }
+
+  private static LeaseSettings.Builder settings(String owner) {
+    return LeaseSettings.builder("jobs", owner)
+        .ttl(TTL)
+        .acquireRetries(0)
+        .operationTimeout(Duration.ofSeconds(5))
+        .retryInterval(Duration.ofMillis(100));
+  }
+
+  private <T> T await(CompletableFuture<T> future) {
+    for (int i = 0; i < 10_000 && !future.isDone(); i++) {
+      clock.advance(Duration.ofMillis(10));
+    }
+    return future.join();
+  }
+
+  @Test
+  void memoryColonOpensAFreshStore() {
+    try (LeaseBackend first = LeaseBackend.open("memory:");
+        LeaseBackend second = LeaseBackend.open("MEMORY:")) {
+      Lease a = first.newLease(LeaseSettings.builder("x", "a").build());
+      Lease b = second.newLease(LeaseSettings.builder("x", "b").build());
+
+      assertThat(a.acquire().join()).isTrue();
+      assertThat(b.acquire().join()).as("another store, so no contention").isTrue();
+      assertThat(first.uri()).isEqualTo("memory:");
+    }
+  }
+
+  @Test
+  void aMemoryUriWithAnAddressIsRejectedWithTheExpectedForm() {
+    assertThatThrownBy(() -> LeaseBackend.open("memory://localhost"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("use 'memory:'");
+  }
+
+  /**
+   * The store starts the TTL when it receives a renewal; a holder that counted from when the reply
+   * arrived would act after the store could have handed the lease on.
+   */
+  @Test
+  void slowRepliesNeverStretchTheHoldersDeadline() {
+    Duration slow = Duration.ofMillis(2500);
+    Lease a = nodeA.newLease(settings("a").operationTimeout(Duration.ofSeconds(4)).build());
+    Lease b = nodeB.newLease(settings("b").build());
+    ExclusivityChecker checker = new ExclusivityChecker();
+    assertThat(await(a.acquire())).isTrue();
+
+    nodeA.delayReplies(slow);
+    for (int step = 0; step < 2_000 && !b.checkAlive(); step++) {
+      checker.sample(a);
+      checker.sample(b);
+      clock.advance(Duration.ofMillis(10));
+      if (step % 50 == 0) {
+        b.acquire();
+      }
+      if (step == 300) {
+        nodeA.pause(); // renewals stop; replies still in flight arrive on resume
+      }
+    }
+    nodeA.resume();
+    checker.sample(a);
+    checker.sample(b);
+
+    assertThat(b.checkAlive()).isTrue();
+    checker.assertExclusive();
+  }
+
+  @Test
+  void aRetriedAcquireAfterALostReplyMakesOneTenure() {
+    Lease a = nodeA.newLease(settings("a").acquireRetries(1).operationTimeout(Duration.ofSeconds(1)).build());
+    nodeA.cutOff();
+    CompletableFuture<Boolean> acquired = a.acquire();
+    clock.advance(Duration.ofMillis(1050)); // the first attempt timed out, the retry is queued too
+    nodeA.heal(); // both attempts reach the store; the first reply is too late to count
+
+    assertThat(await(acquired)).isTrue();
+    long token = a.fencingToken().orElseThrow();
+    assertThat(store.lookup("jobs")).hasValueSatisfying(l -> assertThat(l.token()).isEqualTo(token));
+    Lease probe = nodeB.newLease(LeaseSettings.builder("probe", "b").ttl(TTL).build());
+    assertThat(await(probe.acquire())).isTrue();
+    assertThat(probe.fencingToken().orElseThrow())
+        .as("the next token: the retry made no second tenure")
+        .isEqualTo(token + 1);
+  }
+
+  /**
+   * Redisson #2665: at 100% CPU the renewal thread starves while application threads still run.
+   * The application must see the lease as lost once the deadline passes, even though no timer
+   * told it so.
+   */
+  @Test
+  void aStarvedRenewalThreadCannotKeepTheLeaseAliveForTheApplication() {
+    Lease a = nodeA.newLease(settings("a").build());
+    Lease b = nodeB.newLease(settings("b").build());
+    ExclusivityChecker checker = new ExclusivityChecker();
+    assertThat(await(a.acquire())).isTrue();
+    Duration left = a.remaining();
+
+    nodeA.pause(); // its timers stall; this test thread plays an application thread of node A
+    clock.advance(left.minusMillis(1));
+    assertThat(a.checkAlive()).isTrue();
+    clock.advance(Duration.ofMillis(1));
+    assertThat(a.checkAlive()).as("at the deadline, with no timer run").isFalse();
+    for (int step = 0; step < 1_000 && !b.checkAlive(); step++) {
+      checker.sample(a);
+      checker.sample(b);
+      b.acquire();
+      clock.advance(Duration.ofMillis(10));
+    }
+    checker.sample(b);
+
+    assertThat(b.checkAlive()).isTrue();
+    checker.assertExclusive();
+  }
+
+  @Test
+  void anOperatorRevocationReachesTheHolderAtOnce() {
+    Lease a = nodeA.newLease(settings("a").build());
+    assertThat(await(a.acquire())).isTrue();
+
+    store.revoke("jobs");
+
+    clock.advance(Duration.ZERO);
+    assertThat(a.checkAlive()).as("without waiting for the next renewal").isFalse();
+  }
+
+  @Test
+  void aCrashedProcessCannotBePausedOrResumed() {
+    nodeA.crash();
+
+    assertThatThrownBy(nodeA::pause).hasMessageContaining("crashed");
+    assertThatThrownBy(nodeA::resume).hasMessageContaining("crashed");
+    assertThatThrownBy(() -> nodeA.delayReplies(Duration.ofSeconds(-1)))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+}
