@@ -660,9 +660,16 @@ public abstract class LeaseContractSuite {
         .as("owner-a's onLost ran before owner-b's acquire succeeded")
         .isPositive();
     assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+    long until = now() + ttl.dividedBy(2).toNanos();
+    time.awaitUntil(
+        "owner-b holds on while owner-a is still cut off",
+        patience(),
+        () -> {
+          checker.sample(b); // the newer holder first: a live sample of A after it is overlap
+          checker.sample(a);
+          return now() - until >= 0;
+        });
     assertThat(checker.liveSamples()).isPositive();
-    checker.sample(a);
-    checker.sample(b);
     checker.assertExclusive();
 
     processA.heal();
