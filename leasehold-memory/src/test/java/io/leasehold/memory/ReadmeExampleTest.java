@@ -6,7 +6,10 @@ import static org.awaitility.Awaitility.await;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -31,6 +34,27 @@ class ReadmeExampleTest {
     if (work != null) {
       work.cancel(true);
     }
+  }
+
+  /** The example of docs/testing.md and of MemoryLeaseStore's Javadoc. */
+  @Test
+  void theVirtualTimeExampleWorksAsDocumented() {
+    VirtualClock clock = new VirtualClock();
+    MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+    MemoryBackend node1 = store.connect();
+    MemoryBackend node2 = store.connect();
+    Lease a = node1.newLease(LeaseSettings.builder("jobs", "node-1").build());
+    Lease b = node2.newLease(LeaseSettings.builder("jobs", "node-2").build());
+    List<String> events = new ArrayList<>();
+    a.onLost(lost -> events.add("node-1 lost it"));
+
+    assertThat(a.acquire().join()).isTrue();
+    node1.cutOff();
+    clock.advance(Duration.ofSeconds(20));
+    events.add(b.acquire().join() ? "node-2 acquired it" : "node-2 was refused");
+
+    assertThat(events).containsExactly("node-1 lost it", "node-2 acquired it");
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(1);
   }
 
   @Test
