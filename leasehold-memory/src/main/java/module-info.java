@@ -4,7 +4,6 @@
  */
 module io.leasehold.memory {
   requires transitive io.leasehold.spi;
-  requires org.slf4j;
 
   exports io.leasehold.memory;
 

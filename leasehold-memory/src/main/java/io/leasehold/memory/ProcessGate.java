@@ -30,7 +30,16 @@ final class ProcessGate {
   }
 
   Scheduler timers(Scheduler delegate) {
-    return (task, delayNanos) -> delegate.schedule(() -> run(task, delegate), delayNanos);
+    return (task, delayNanos) -> {
+      // A task deferred by a pause must still honour a cancel that comes before it runs.
+      Cancelable cancelable = new Cancelable(task);
+      Scheduler.Cancellable timer =
+          delegate.schedule(() -> run(cancelable, delegate), delayNanos);
+      return () -> {
+        cancelable.cancelled = true;
+        timer.cancel();
+      };
+    };
   }
 
   Executor callbacks(Executor delegate) {
@@ -86,4 +95,20 @@ final class ProcessGate {
   }
 
   private record Deferred(Runnable task, Executor resubmitTo) {}
+
+  private static final class Cancelable implements Runnable {
+    private final Runnable task;
+    volatile boolean cancelled;
+
+    Cancelable(Runnable task) {
+      this.task = task;
+    }
+
+    @Override
+    public void run() {
+      if (!cancelled) {
+        task.run();
+      }
+    }
+  }
 }
