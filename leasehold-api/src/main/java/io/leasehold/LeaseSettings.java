@@ -24,8 +24,8 @@ import java.util.Objects;
  *   <tr><td>{@link #acquireRetries() acquireRetries}</td><td>2</td><td>0 – 100</td></tr>
  *   <tr><td>{@link #retryInterval() retryInterval}</td><td>ttl / 10, at most 500 ms</td>
  *       <td>1 ms – 1 h</td></tr>
- *   <tr><td>{@link #operationTimeout() operationTimeout}</td><td>heartbeatInterval, at most
- *       5 s</td><td>1 ms – 1 h</td></tr>
+ *   <tr><td>{@link #operationTimeout() operationTimeout}</td><td>heartbeatInterval / 2, at
+ *       most 5 s</td><td>1 ms – 1 h</td></tr>
  *   <tr><td>{@link #maxClockDrift() maxClockDrift}</td><td>0.01</td><td>0 – 0.5, 0.5
  *       excluded</td></tr>
  *   <tr><td>{@link #safetyMargin() safetyMargin}</td><td>ttl / 10</td><td>0 up to
@@ -75,7 +75,8 @@ public final class LeaseSettings {
     this.operationTimeout =
         b.operationTimeout != null
             ? b.operationTimeout
-            : atLeast(MIN_INTERVAL, min(heartbeatInterval, DEFAULT_MAX_OPERATION_TIMEOUT));
+            : atLeast(
+                MIN_INTERVAL, min(heartbeatInterval.dividedBy(2), DEFAULT_MAX_OPERATION_TIMEOUT));
   }
 
   /**
@@ -308,7 +309,8 @@ public final class LeaseSettings {
     }
 
     /**
-     * How long one store operation may take; default the heartbeat interval, at most 5 s.
+     * How long one store operation may take; default half the heartbeat interval, at most 5 s,
+     * so that several renewal attempts fit in the safe window after a missed heartbeat.
      *
      * @param operationTimeout between 1 ms and 1 h
      * @return this builder

@@ -23,7 +23,7 @@ class LeaseSettingsTest {
     assertThat(s.heartbeatInterval()).isEqualTo(Duration.ofSeconds(5));
     assertThat(s.acquireRetries()).isEqualTo(2);
     assertThat(s.retryInterval()).isEqualTo(Duration.ofMillis(500));
-    assertThat(s.operationTimeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(s.operationTimeout()).isEqualTo(Duration.ofMillis(2500));
     assertThat(s.maxClockDrift()).isEqualTo(0.01);
     assertThat(s.safetyMargin()).isEqualTo(Duration.ofMillis(1500));
     assertThat(s.safeWindow()).isEqualTo(Duration.ofMillis(14_850 - 1_500));
@@ -35,8 +35,15 @@ class LeaseSettingsTest {
 
     assertThat(s.heartbeatInterval()).isEqualTo(Duration.ofNanos(333_333_333));
     assertThat(s.retryInterval()).isEqualTo(Duration.ofMillis(100));
-    assertThat(s.operationTimeout()).isEqualTo(s.heartbeatInterval());
+    assertThat(s.operationTimeout()).isEqualTo(s.heartbeatInterval().dividedBy(2));
     assertThat(s.safetyMargin()).isEqualTo(Duration.ofMillis(100));
+  }
+
+  @Test
+  void theDefaultOperationTimeoutIsCappedAtFiveSeconds() {
+    LeaseSettings s = LeaseSettings.builder("n", "o").ttl(Duration.ofMinutes(2)).build();
+
+    assertThat(s.operationTimeout()).isEqualTo(Duration.ofSeconds(5));
   }
 
   @Test

@@ -29,21 +29,23 @@ final class Timeline {
 
   /** An event of one contender: {@code who} did {@code what}, with details. */
   void event(String who, String what, String details) {
-    print(String.format(Locale.ROOT, "[%s] %-6s  %-9s %s", at(System.nanoTime()), who, what, details));
+    stamped(String.format(Locale.ROOT, "%-6s  %-9s %s", who, what, details));
   }
 
   /** Something done to the processes from outside: {@code --- pausing node-1 ... ---}. */
   void fault(String text) {
-    print("[" + at(System.nanoTime()) + "] --- " + text + " ---");
+    stamped("--- " + text + " ---");
   }
 
   /** A line without a time stamp: the header and the summary. */
-  void line(String text) {
-    print(text);
+  synchronized void line(String text) {
+    out.println(text);
+    out.flush();
   }
 
-  private synchronized void print(String line) {
-    out.println(line);
+  /** Reads the clock under the lock, so that lines from different threads print in time order. */
+  private synchronized void stamped(String text) {
+    out.println("[" + at(System.nanoTime()) + "] " + text);
     out.flush();
   }
 }
