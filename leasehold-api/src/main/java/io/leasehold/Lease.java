@@ -99,7 +99,8 @@ public interface Lease extends AutoCloseable {
    *
    * <p>Without a held lease (never acquired, already released, or after {@link #onLost}) it is a
    * no-op that completes normally. It never fires {@link #onLost}. Called while an
-   * {@link #acquire()} is in progress, it waits for that attempt and then releases what it got.
+   * {@link #acquire()} is in progress (one that confirms a held tenure included), it waits for that
+   * call to answer and then releases what it got.
    *
    * @return completes when the store confirmed the release
    */
@@ -156,8 +157,10 @@ public interface Lease extends AutoCloseable {
    * requests) and wait for nothing expensive. A new {@link #acquire()} is needed to hold the lease
    * again. Handlers run on the backend's callback thread, never on the renewal path and never under
    * an internal lock, in registration order; a handler that throws is logged and harms neither the
-   * other handlers nor the lease. A handler that blocks delays the handlers of other leases of the
-   * same backend. A handler registered after a loss is not called for that loss.
+   * other handlers nor the lease. A handler may call {@link #acquire()} to try again at once. A
+   * handler that blocks delays the handlers of other leases of the same backend, so never wait in
+   * one for another lease's future. A handler registered after a loss is not called for that
+   * loss.
    *
    * @param handler called with the reason of each loss
    * @return a subscription whose {@link Subscription#cancel()} removes the handler

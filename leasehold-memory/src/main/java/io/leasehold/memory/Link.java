@@ -130,8 +130,8 @@ final class Link implements LeaseStore {
 
   void cutOff() {
     synchronized (lock) {
-      if (state == State.CONNECTED) {
-        state = State.CUT_OFF;
+      if (state == State.CONNECTED || state == State.DRAINING) {
+        state = State.CUT_OFF; // what heal() had not delivered yet stays held
       }
     }
   }

@@ -48,6 +48,7 @@ public final class MemoryLeaseStore {
   // Guarded by this.
   private final Map<String, Entry> entries = new HashMap<>();
   private long lastToken;
+  private int operationsSinceSweep;
 
   private MemoryLeaseStore(Ticker ticker, VirtualClock clock) {
     this.ticker = ticker;
@@ -144,7 +145,9 @@ public final class MemoryLeaseStore {
       long now = ticker.read();
       long ttl = request.ttl().toNanos();
       Entry e = live(request.leaseName(), now, pushes);
-      if (e != null && !e.holder.equals(request.holder())) {
+      if (e != null
+          && (!e.holder.equals(request.holder()) || e.requestId > request.requestId())) {
+        // Another holder, or a newer request of this one: this request is a late copy.
         result = new AcquireResult.HeldElsewhere(e.holder.toString());
       } else if (e != null && e.requestId == request.requestId()) {
         e.expiresAt = now + ttl;
@@ -207,20 +210,41 @@ public final class MemoryLeaseStore {
     pushes.forEach(Runnable::run);
   }
 
-  /** The live entry for a name; drops an expired one, telling its holder (run after unlocking). */
+  /**
+   * The live entry for a name; drops an expired one, telling its holder (the pushes run after
+   * unlocking). Every so often it sweeps all names, so that records of holders that vanished do
+   * not pile up: a full pass every max(64, n) operations costs O(1) per operation.
+   */
   private Entry live(String name, long now, List<Runnable> pushes) {
+    if (++operationsSinceSweep >= Math.max(64, entries.size())) {
+      operationsSinceSweep = 0;
+      entries.entrySet().removeIf(x -> expire(x.getKey(), x.getValue(), now, pushes));
+    }
     Entry e = entries.get(name);
-    if (e != null && e.expiresAt - now <= 0) {
+    if (e != null && expire(name, e, now, pushes)) {
       entries.remove(name);
-      pushes.add(
-          e.notice(
-              new LeaseLost(
-                  LeaseLost.Kind.REVOKED,
-                  "lease '" + name + "' (token " + e.token + ") expired in the store: its TTL of "
-                      + Duration.ofNanos(e.ttl).toMillis() + " ms passed without a renewal")));
       return null;
     }
     return e;
+  }
+
+  /** Whether {@code e} has expired; if so, queues the notice to its holder. */
+  private static boolean expire(String name, Entry e, long now, List<Runnable> pushes) {
+    if (e.expiresAt - now > 0) {
+      return false;
+    }
+    pushes.add(
+        e.notice(
+            new LeaseLost(
+                LeaseLost.Kind.REVOKED,
+                "lease '" + name + "' (token " + e.token + ") expired in the store: its TTL of "
+                    + Duration.ofNanos(e.ttl).toMillis() + " ms passed without a renewal")));
+    return true;
+  }
+
+  /** {@return how many records the store keeps, expired ones not yet swept included} */
+  synchronized int recordCount() {
+    return entries.size();
   }
 
   private static final class Entry {

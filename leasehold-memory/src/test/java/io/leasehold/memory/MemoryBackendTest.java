@@ -146,6 +146,26 @@ class MemoryBackendTest {
     checker.assertExclusive();
   }
 
+  /** Found in review: a release still pending when its backend closed was never answered. */
+  @Test
+  void closingTheBackendAnswersAReleaseTheStoreHasNotConfirmed() {
+    MemoryBackend node = MemoryLeaseStore.create().connect();
+    Lease lease =
+        node.newLease(
+            LeaseSettings.builder("jobs", "a")
+                .ttl(Duration.ofSeconds(2))
+                .operationTimeout(Duration.ofMillis(200))
+                .build());
+    assertThat(lease.acquire().join()).isTrue();
+    node.delayReplies(Duration.ofSeconds(30));
+    CompletableFuture<Void> released = lease.release();
+
+    node.close();
+
+    assertThat(released).isCompletedExceptionally();
+    assertThatThrownBy(released::join).hasMessageContaining("backend closed before the store confirmed");
+  }
+
   @Test
   void anOperatorRevocationReachesTheHolderAtOnce() {
     Lease a = nodeA.newLease(settings("a").build());

@@ -80,6 +80,29 @@ class MemoryLeaseStoreTest {
   }
 
   @Test
+  void aLateCopyOfAnOlderRequestChangesNothing() {
+    token(acquire("x", a, 1));
+    long current = token(acquire("x", a, 2));
+
+    assertThat(acquire("x", a, 1)).isInstanceOf(AcquireResult.HeldElsewhere.class);
+    assertThat(store.lookup("x")).hasValueSatisfying(l -> assertThat(l.token()).isEqualTo(current));
+  }
+
+  @Test
+  void recordsOfVanishedHoldersDoNotPileUp() {
+    for (int i = 0; i < 1_000; i++) {
+      acquire("crashed-" + i, a, 1); // never renewed, never touched again
+    }
+    clock.advance(TTL);
+
+    for (int i = 0; i < 1_000; i++) {
+      store.lookup("other");
+    }
+
+    assertThat(store.recordCount()).isZero();
+  }
+
+  @Test
   void expiryIsMeasuredFromTheLastRenewalTheStoreReceived() {
     long token = token(acquire("x", a, 1));
     clock.advance(Duration.ofSeconds(9));

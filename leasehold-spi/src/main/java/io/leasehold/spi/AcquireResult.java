@@ -1,5 +1,7 @@
 package io.leasehold.spi;
 
+import java.util.Objects;
+
 /** The store's definite answer to an {@link AcquireRequest}. */
 public sealed interface AcquireResult {
 
@@ -17,5 +19,14 @@ public sealed interface AcquireResult {
    *
    * @param holder that holder as the store records it, for messages; empty if unknown
    */
-  record HeldElsewhere(String holder) implements AcquireResult {}
+  record HeldElsewhere(String holder) implements AcquireResult {
+    /**
+     * Checks that a holder is given (empty if unknown).
+     *
+     * @param holder the holder as the store records it
+     */
+    public HeldElsewhere {
+      Objects.requireNonNull(holder, "holder");
+    }
+  }
 }

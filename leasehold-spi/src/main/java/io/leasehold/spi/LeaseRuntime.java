@@ -69,7 +69,9 @@ public final class LeaseRuntime implements AutoCloseable {
    *
    * @param ticker the monotonic clock deadlines are measured with
    * @param timers runs renewals, deadline checks, retries and timeouts
-   * @param callbacks runs {@link io.leasehold.Lease#onLost} handlers
+   * @param callbacks runs {@link io.leasehold.Lease#onLost} handlers; must run them later, on
+   *     another thread or a later turn of a virtual clock, never on the thread that submits them
+   *     (the engine may submit while it holds its lock)
    * @return the runtime
    */
   public static LeaseRuntime of(Ticker ticker, Scheduler timers, Executor callbacks) {

@@ -23,8 +23,11 @@ public interface LeaseStore {
    *       of every earlier tenure of this name, and answer {@link AcquireResult.Acquired};</li>
    *   <li>a record of the same holder with the same {@code requestId}: this is a retry of a request
    *       whose reply was lost; renew it and answer {@code Acquired} with its existing token;</li>
-   *   <li>a record of the same holder with another {@code requestId}: a tenure this holder already
-   *       gave up on; replace it with a new tenure and a greater token;</li>
+   *   <li>a record of the same holder with a smaller {@code requestId}: a tenure this holder
+   *       already gave up on; replace it with a new tenure and a greater token;</li>
+   *   <li>a record of the same holder with a greater {@code requestId}: this request is a late
+   *       copy of an older one; answer {@link AcquireResult.HeldElsewhere} and change
+   *       nothing;</li>
    *   <li>a record of another holder: answer {@link AcquireResult.HeldElsewhere}.</li>
    * </ul>
    *

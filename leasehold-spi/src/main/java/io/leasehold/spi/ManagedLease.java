@@ -23,6 +23,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -80,10 +81,13 @@ public final class ManagedLease implements Lease {
 
   // Guarded by lock.
   private boolean closed;
+  /** The future of the acquire() call in progress, from the call until its answer. */
   private CompletableFuture<Boolean> acquiring;
   private Scheduler.Cancellable acquireRetry = Scheduler.Cancellable.NONE;
   private CompletableFuture<Void> releasing;
   private long lastRequestId;
+  /** The highest token the store reported gone; a grant at or below it arrived too late. */
+  private long lostUpTo = Long.MIN_VALUE;
 
   /**
    * Makes a lease object with a fresh incarnation; it holds nothing until {@link #acquire()}.
@@ -228,10 +232,7 @@ public final class ManagedLease implements Lease {
 
   @Override
   public CompletableFuture<Boolean> acquire() {
-    CompletableFuture<?> waitFor = null;
-    Tenancy held = null;
-    CompletableFuture<Boolean> attempt;
-    long requestId;
+    CompletableFuture<Boolean> result;
     synchronized (lock) {
       if (closed) {
         return CompletableFuture.failedFuture(closedException());
@@ -239,53 +240,96 @@ public final class ManagedLease implements Lease {
       if (acquiring != null) {
         return acquiring.copy();
       }
+      // In progress from now until it answers, waiting included, so that a release() called
+      // meanwhile waits for it and then releases what it got.
+      result = acquiring = new CompletableFuture<>();
+    }
+    proceed(result);
+    return result.copy();
+  }
+
+  /**
+   * The next step of an acquire() call: wait for a release or for the handlers of the last loss,
+   * confirm a live tenure, or start the attempts.
+   */
+  private void proceed(CompletableFuture<Boolean> result) {
+    CompletableFuture<?> waitFor = null;
+    Tenancy held = null;
+    long requestId = 0;
+    synchronized (lock) {
+      if (closed || acquiring != result) {
+        return; // close() answered it
+      }
       Tenancy t = current;
       if (releasing != null) {
         waitFor = releasing;
       } else if (alive(t)) {
         held = t;
-      } else if (!t.lossHandled.isDone()) {
-        // A new tenure starts only after the handlers of the last loss ran, so no handler can
-        // mistake the new tenure's work for the old one's.
+      } else if (!t.lossHandled.isDone() && t.notifying != Thread.currentThread()) {
+        // A new tenure starts only after the handlers of the last loss ran, so that no handler
+        // mistakes the new tenure's work for the old one's. A handler that acquires again does
+        // not wait for itself.
         waitFor = t.lossHandled;
-      }
-      if (waitFor != null || held != null) {
-        attempt = null;
-        requestId = 0;
       } else {
-        attempt = acquiring = new CompletableFuture<>();
         requestId = ++lastRequestId;
       }
     }
     if (waitFor != null) {
-      return waitFor.handle((ignored, error) -> null).thenCompose(ignored -> acquire());
+      waitFor.whenComplete((ignored, error) -> proceed(result));
+    } else if (held != null) {
+      confirm(held, result);
+    } else {
+      attempt(result, requestId, 0);
     }
-    if (held != null) {
-      return confirm(held);
-    }
-    attempt(attempt, requestId, 0);
-    return attempt.copy();
   }
 
   /** Acquire while holding: one renewal round trip proves the tenure is still ours. */
-  private CompletableFuture<Boolean> confirm(Tenancy t) {
-    return renewNow(t)
-        .thenCompose(renewed -> renewed ? CompletableFuture.completedFuture(true) : acquire());
+  private void confirm(Tenancy t, CompletableFuture<Boolean> result) {
+    renewNow(t)
+        .whenComplete(
+            (renewed, error) -> {
+              if (error != null) {
+                finishAcquire(
+                    result,
+                    null,
+                    leaseException(
+                        error, "confirming lease '" + settings.name() + "' as " + holder
+                            + " failed; it stays held until its safe deadline unless a renewal"
+                            + " succeeds"));
+              } else if (renewed) {
+                finishAcquire(result, true, null);
+              } else {
+                proceed(result); // lost meanwhile: a fresh acquisition, after its handlers
+              }
+            });
+  }
+
+  /** Answers the acquire() call in progress, if {@code result} is still it. */
+  private void finishAcquire(CompletableFuture<Boolean> result, Boolean value, Throwable error) {
+    synchronized (lock) {
+      if (acquiring == result) {
+        acquiring = null;
+      }
+    }
+    if (error != null) {
+      result.completeExceptionally(error);
+    } else {
+      result.complete(value);
+    }
   }
 
   private void attempt(CompletableFuture<Boolean> result, long requestId, int attemptNo) {
     synchronized (lock) {
-      if (closed) {
-        acquiring = null;
-        result.completeExceptionally(closedException());
-        return;
+      if (closed || acquiring != result) {
+        return; // close() answered it
       }
     }
     long sent = ticker.read();
     AcquireRequest request =
         new AcquireRequest(settings.name(), holder, requestId, settings.ttl(), sent);
     withTimeout(() -> store.acquire(request), "acquire")
-        .whenComplete((answer, error) -> onAttempt(result, request, attemptNo, answer, error));
+        .whenComplete(
+            guarded(result, (answer, error) -> onAttempt(result, request, attemptNo, answer, error)));
   }
 
   private void onAttempt(
@@ -294,38 +338,33 @@ public final class ManagedLease implements Lease {
       int attemptNo,
       AcquireResult answer,
       Throwable error) {
-    Throwable failure = error;
+    Throwable failure = error != null || answer != null ? error : noAnswer("acquire");
     Tenure lateGrant = null;
     if (answer instanceof AcquireResult.Acquired granted) {
       long sent = request.sentAtNanos();
       long deadline = earlier(sent, granted.validFromNanos()) + windowNanos;
       Tenure tenure =
           new Tenure(settings.name(), holder, request.requestId(), granted.token(), settings.ttl());
-      if (begin(result, tenure, sent, deadline)) {
+      failure = begin(result, tenure, sent, deadline);
+      if (failure == null) {
         return;
       }
       lateGrant = tenure;
-      failure =
-          new LeaseTimeoutException(
-              "the store granted lease '" + settings.name() + "' to " + holder
-                  + " but the answer came " + millis(ticker.read() - sent)
-                  + " after sending, past the safe window of " + millis(windowNanos), null);
     }
     boolean closedNow;
     synchronized (lock) {
-      closedNow = closed;
+      closedNow = closed || acquiring != result;
       if (!closedNow && attemptNo < settings.acquireRetries()) {
         acquireRetry =
             timers.schedule(() -> attempt(result, request.requestId(), attemptNo + 1), retryNanos);
         return;
       }
-      acquiring = null;
     }
     if (lateGrant != null) {
       releaseQuietly(lateGrant);
     }
     if (closedNow) {
-      result.completeExceptionally(closedException());
+      return; // close() answered it
     } else if (answer instanceof AcquireResult.HeldElsewhere elsewhere) {
       log.debug(
           "Lease '{}' is held by {}; {} does not hold it after {} attempt(s)",
@@ -333,9 +372,11 @@ public final class ManagedLease implements Lease {
           elsewhere.holder().isEmpty() ? "another holder" : elsewhere.holder(),
           holder,
           attemptNo + 1);
-      result.complete(false);
+      finishAcquire(result, false, null);
     } else {
-      result.completeExceptionally(
+      finishAcquire(
+          result,
+          null,
           leaseException(
               failure,
               "acquire of lease '" + settings.name() + "' as " + holder + " failed after "
@@ -344,29 +385,39 @@ public final class ManagedLease implements Lease {
   }
 
   /**
-   * Starts a granted tenure; false if its deadline already passed, so the grant is of no use
-   * (the caller may retry with the same request id, which the store treats as the same tenure).
+   * Starts a granted tenure and answers the acquire, or says why the grant is of no use: its
+   * deadline already passed, or the store reported the tenure gone before its grant arrived. (The
+   * caller may retry with the same request id, which the store treats as the same tenure.)
+   *
+   * @return {@code null} if the tenure started, else the failure of this attempt
    */
-  private boolean begin(CompletableFuture<Boolean> result, Tenure tenure, long sent, long deadline) {
+  private LeaseException begin(
+      CompletableFuture<Boolean> result, Tenure tenure, long sent, long deadline) {
     long now = ticker.read();
     if (deadline - now <= 0) {
-      return false;
+      return new LeaseTimeoutException(
+          "the store granted lease '" + settings.name() + "' to " + holder + " but the answer came "
+              + millis(now - sent) + " after sending, past the safe window of "
+              + millis(windowNanos), null);
     }
     Tenancy t = new Tenancy(tenure, deadline == ENDED ? deadline - 1 : deadline);
-    boolean closedNow;
+    boolean answeredByClose;
     synchronized (lock) {
-      acquiring = null;
-      closedNow = closed;
-      if (!closedNow) {
+      answeredByClose = closed || acquiring != result;
+      if (!answeredByClose && tenure.token() <= lostUpTo) {
+        return new LeaseStoreUnavailableException(
+            "the store reported tenure " + tenure.token() + " of lease '" + settings.name()
+                + "' gone before its grant arrived", null);
+      }
+      if (!answeredByClose) {
         current = t;
         t.renewTimer = timers.schedule(() -> renewDue(t), sent + heartbeatNanos - now);
         t.deadlineTimer = timers.schedule(() -> deadlineDue(t), deadline - now);
       }
     }
-    if (closedNow) {
-      releaseQuietly(tenure);
-      result.completeExceptionally(closedException());
-      return true;
+    if (answeredByClose) {
+      releaseQuietly(tenure); // close() answered the acquire; give the grant back
+      return null;
     }
     log.info(
         "Acquired lease '{}' as {} (token {}); safe for {}, renewing every {}",
@@ -375,8 +426,8 @@ public final class ManagedLease implements Lease {
         tenure.token(),
         millis(deadline - now),
         millis(heartbeatNanos));
-    result.complete(true);
-    return true;
+    finishAcquire(result, true, null);
+    return null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -409,7 +460,20 @@ public final class ManagedLease implements Lease {
     }
     long timeout = Math.min(timeoutNanos, d - sent);
     withTimeout(() -> store.renew(t.tenure, sent), timeout, "renewal")
-        .whenComplete((answer, error) -> onRenewal(t, result, sent, answer, error));
+        .whenComplete(
+            guarded(
+                result,
+                (answer, error) -> {
+                  try {
+                    onRenewal(t, result, sent, answer, error);
+                  } finally {
+                    synchronized (lock) {
+                      if (t.renewal == result) {
+                        t.renewal = null; // this round trip is over, however it ended
+                      }
+                    }
+                  }
+                }));
     return result.copy();
   }
 
@@ -420,9 +484,9 @@ public final class ManagedLease implements Lease {
       int recovered;
       synchronized (lock) {
         t.renewal = null;
-        recovered = t.failedRenewals;
-        t.failedRenewals = 0;
-        if (extended) {
+        recovered = t.failures.count();
+        t.failures = RenewalFailures.NONE;
+        if (extended && t.deadline != ENDED) {
           t.renewTimer = timers.schedule(() -> renewDue(t), sent + heartbeatNanos - ticker.read());
         }
       }
@@ -438,16 +502,16 @@ public final class ManagedLease implements Lease {
       endByStore(t, gone.reason());
       settleRenewal(t, result, false);
     } else {
+      Throwable cause = error != null ? error : noAnswer("renewal");
       LeaseException failure =
           leaseException(
-              error,
+              cause,
               "renewal of lease '" + settings.name() + "' (token " + t.tenure.token() + ") failed");
       int failures;
       synchronized (lock) {
         t.renewal = null;
-        failures = t.failedRenewals + 1;
-        t.failedRenewals = failures;
-        t.lastFailure = failure;
+        failures = t.failures.count() + 1;
+        t.failures = new RenewalFailures(failures, unwrap(cause).getMessage());
         if (t.deadline != ENDED) {
           t.renewTimer = timers.schedule(() -> renewDue(t), retryNanos);
         }
@@ -459,7 +523,7 @@ public final class ManagedLease implements Lease {
             settings.name(),
             holder,
             t.tenure.token(),
-            unwrap(error).getMessage(),
+            unwrap(cause).getMessage(),
             millis(retryNanos),
             millis(Math.max(0, t.deadline - ticker.read())));
       }
@@ -502,6 +566,7 @@ public final class ManagedLease implements Lease {
     synchronized (lock) {
       t.cancelTimers();
     }
+    t.notifying = Thread.currentThread();
     log.warn(
         "Lost lease '{}' held as {} (token {}): {}; owner-only work must stop now",
         settings.name(),
@@ -517,30 +582,36 @@ public final class ManagedLease implements Lease {
         r.deliver(reason);
       }
     } finally {
+      t.notifying = null;
       t.lossHandled.complete(null);
     }
   }
 
   private static LeaseLost expiredReason(Tenancy t) {
-    LeaseException last = t.lastFailure;
-    int failures = t.failedRenewals;
+    RenewalFailures failures = t.failures; // one read: count and message belong together
     String detail =
         "the local safe deadline passed without a successful renewal"
-            + (failures > 0
-                ? " (" + failures + " failed attempt(s); the last: "
-                    + unwrap(last.getCause() != null ? last.getCause() : last).getMessage() + ")"
+            + (failures.count() > 0
+                ? " (" + failures.count() + " failed attempt(s); the last: " + failures.last() + ")"
                 : " (the renewal did not run in time: was the process paused or starved?)");
     return new LeaseLost(LeaseLost.Kind.EXPIRED, detail);
   }
 
   /**
    * For backends whose store pushes events (a watch): reports that the store no longer holds the
-   * tenure with this token. Ignored unless that tenure is the current one and still live.
+   * tenure with this token. Ends that tenure if it is the current one; if its grant has not
+   * arrived yet, the grant will be refused when it does.
    *
    * @param token the fencing token of the tenure the event is about
    * @param reason why it is gone
    */
   public void storeReportedLoss(long token, LeaseLost reason) {
+    synchronized (lock) {
+      // The event may overtake the grant's reply; remember it so that the grant is refused.
+      if (token > lostUpTo) {
+        lostUpTo = token;
+      }
+    }
     Tenancy t = current;
     if (t.tenure != null && t.tenure.token() == token) {
       endByStore(t, reason);
@@ -592,7 +663,7 @@ public final class ManagedLease implements Lease {
   private void releaseAttempt(Tenure tenure, long deadline, CompletableFuture<Void> result) {
     withTimeout(() -> store.release(tenure), "release")
         .whenComplete(
-            (ok, error) -> {
+            guarded(result, (ok, error) -> {
               if (error == null) {
                 log.info(
                     "Released lease '{}' held as {} (token {})",
@@ -612,7 +683,7 @@ public final class ManagedLease implements Lease {
                 log.warn("{}", failure.getMessage());
                 settleRelease(result, failure);
               }
-            });
+            }));
   }
 
   private void settleRelease(CompletableFuture<Void> result, Throwable failure) {
@@ -683,6 +754,8 @@ public final class ManagedLease implements Lease {
     if (pendingAcquire != null) {
       pendingAcquire.completeExceptionally(closedException());
     }
+    // Handlers stay registered: a loss found by this close, or found just before it and not yet
+    // delivered, is still reported.
     CompletableFuture<?> before =
         pendingRelease != null ? pendingRelease : CompletableFuture.completedFuture(null);
     CompletableFuture<Void> done =
@@ -692,9 +765,30 @@ public final class ManagedLease implements Lease {
           synchronized (lock) {
             current.cancelTimers();
           }
-          handlers.clear();
           onClose.accept(this);
         });
+  }
+
+  /**
+   * For a backend that shuts down before a release settled: answers what is still pending, since
+   * the threads that would have answered it are gone. The store lets the tenure expire.
+   */
+  void abandon() {
+    CompletableFuture<Void> pendingRelease;
+    synchronized (lock) {
+      closed = true;
+      pendingRelease = releasing;
+      releasing = null;
+      current.cancelTimers();
+    }
+    if (pendingRelease != null) {
+      pendingRelease.completeExceptionally(
+          new LeaseTimeoutException(
+              "the backend closed before the store confirmed the release of lease '"
+                  + settings.name() + "'; the store lets it expire within the TTL", null));
+    }
+    current.lossHandled.complete(null);
+    onClose.accept(this);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -755,8 +849,10 @@ public final class ManagedLease implements Lease {
     CompletableFuture<T> pending;
     try {
       pending = Objects.requireNonNull(call.get(), "the backend returned no future");
-    } catch (RuntimeException e) {
-      pending = CompletableFuture.failedFuture(e);
+    } catch (VirtualMachineError fatal) {
+      throw fatal;
+    } catch (Throwable backendBug) {
+      pending = CompletableFuture.failedFuture(backendBug);
     }
     pending.whenComplete(
         (value, error) -> {
@@ -768,6 +864,27 @@ public final class ManagedLease implements Lease {
           }
         });
     return result;
+  }
+
+  /**
+   * Runs a reply handler so that nothing it throws is lost in the future chain: a failure answers
+   * {@code result} instead of leaving it pending.
+   */
+  private <T> BiConsumer<T, Throwable> guarded(
+      CompletableFuture<?> result, BiConsumer<T, Throwable> handler) {
+    return (value, error) -> {
+      try {
+        handler.accept(value, error);
+      } catch (RuntimeException | Error e) {
+        log.error("Handling a store reply for lease '{}' failed", settings.name(), e);
+        result.completeExceptionally(e);
+      }
+    };
+  }
+
+  private static LeaseException noAnswer(String what) {
+    return new LeaseException(
+        LeaseException.Code.PROTOCOL, "the backend answered the " + what + " with nothing", null);
   }
 
   private static LeaseException leaseException(Throwable error, String context) {
@@ -812,6 +929,11 @@ public final class ManagedLease implements Lease {
         + '}';
   }
 
+  /** Failed renewals of a tenure and the last failure's message, read and written as one. */
+  private record RenewalFailures(int count, String last) {
+    static final RenewalFailures NONE = new RenewalFailures(0, "");
+  }
+
   /** One tenure as this holder lives it: the store's {@link Tenure} plus its local deadline. */
   private static final class Tenancy {
     static final Tenancy NONE = new Tenancy(null, ENDED);
@@ -830,10 +952,15 @@ public final class ManagedLease implements Lease {
     Scheduler.Cancellable deadlineTimer = Scheduler.Cancellable.NONE;
     CompletableFuture<Boolean> renewal;
 
-    // Written under ManagedLease.lock; volatile so that a loss found by checkAlive can say why
-    // without taking the lock.
-    volatile int failedRenewals;
-    volatile LeaseException lastFailure;
+    /**
+     * Renewals failed since the last success. Written under ManagedLease.lock; one volatile
+     * record so that a loss found by checkAlive can say why, without the lock and without a torn
+     * read.
+     */
+    volatile RenewalFailures failures = RenewalFailures.NONE;
+
+    /** The callback thread while it runs this tenure's loss handlers. */
+    volatile Thread notifying;
 
     Tenancy(Tenure tenure, long deadline) {
       this.tenure = tenure;

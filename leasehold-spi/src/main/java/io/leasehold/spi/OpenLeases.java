@@ -102,5 +102,9 @@ public final class OpenLeases {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    // The backend's threads stop next: answer whatever they would have answered.
+    for (ManagedLease lease : List.copyOf(open.values())) {
+      lease.abandon();
+    }
   }
 }

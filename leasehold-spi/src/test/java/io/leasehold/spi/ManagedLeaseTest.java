@@ -330,6 +330,86 @@ class ManagedLeaseTest {
     assertThat(store.acquires).extracting(a -> a.request().requestId()).containsExactly(1L, 1L, 2L);
   }
 
+  /** Found in review: release() after a confirming acquire() left the lease held again. */
+  @Test
+  void releaseAfterAConfirmingAcquireWaitsForItAndThenReleasesForGood() {
+    ManagedLease lease = held(1);
+    CompletableFuture<Boolean> confirmed = lease.acquire(); // one renewal in flight
+    CompletableFuture<Void> released = lease.release();
+    assertThat(store.releases).as("release waits for the acquire in progress").isEmpty();
+
+    store.lastRenewal().reply().complete(new RenewResult.Renewed(store.lastRenewal().sentAtNanos()));
+    assertThat(confirmed).isCompletedWithValue(true);
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(1));
+    store.releases.get(0).reply().complete(null);
+    advance(TTL.multipliedBy(3));
+
+    assertThat(released).isCompletedWithValue(null);
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(store.acquires).as("no acquisition after the release").hasSize(1);
+    assertThat(losses).isEmpty();
+  }
+
+  /** Found in review: a loss event that overtook the grant's reply was dropped. */
+  @Test
+  void aGrantWhoseTenureTheStoreAlreadyReportedGoneIsRefused() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    lease.storeReportedLoss(7, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted in the store"));
+    store.grant(7);
+    advance(Duration.ZERO);
+
+    assertThatThrownBy(acquired::join).hasMessageContaining("gone before its grant arrived");
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(7));
+  }
+
+  /** Found in review: close() cleared the handlers before a loss it had found was delivered. */
+  @Test
+  void aLossThatHappenedBeforeCloseIsStillReported() {
+    AtomicLong now = new AtomicLong(0);
+    VirtualClock stalled = new VirtualClock(); // the process was paused: no timer ran
+    ManagedLease lease = lease(settings().build(), LeaseRuntime.of(now::get, stalled, clock));
+    lease.acquire();
+    store.grant(1);
+    now.addAndGet(WINDOW.toNanos() + 1);
+
+    lease.close();
+    advance(Duration.ZERO);
+
+    assertThat(losses).singleElement().extracting(LeaseLost::kind).isEqualTo(LeaseLost.Kind.EXPIRED);
+  }
+
+  @Test
+  void aHandlerThatAcquiresAgainDoesNotWaitForItself() {
+    ManagedLease lease = held(1);
+    List<CompletableFuture<Boolean>> fromHandler = new CopyOnWriteArrayList<>();
+    List<Integer> acquiresSentBeforeTheHandlerReturned = new CopyOnWriteArrayList<>();
+    lease.onLost(
+        lost -> {
+          fromHandler.add(lease.acquire()); // a handler blocking on this must not wait for itself
+          acquiresSentBeforeTheHandlerReturned.add(store.acquires.size());
+        });
+
+    lease.storeReportedLoss(1, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted"));
+    advance(Duration.ZERO);
+
+    assertThat(acquiresSentBeforeTheHandlerReturned).containsExactly(2);
+    store.grant(2);
+    assertThat(fromHandler.get(0)).isCompletedWithValue(true);
+  }
+
+  @Test
+  void aBackendThatAnswersNothingFailsTheOperationInsteadOfHangingIt() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    store.lastAcquire().reply().complete(null);
+
+    assertThatThrownBy(acquired::join).hasMessageContaining("answered the acquire with nothing");
+  }
+
   @Test
   void acquireWhileHoldingIsOneRenewalAndKeepsTheToken() {
     ManagedLease lease = held(3);
