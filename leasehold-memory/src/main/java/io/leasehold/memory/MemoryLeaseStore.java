@@ -171,25 +171,22 @@ public final class MemoryLeaseStore {
       Entry e = live(tenure.leaseName(), now, pushes);
       if (e == null) {
         result =
-            new RenewResult.Lost(
-                new LeaseLost(
-                    LeaseLost.Kind.REVOKED,
-                    "the store has no record of lease '" + tenure.leaseName()
-                        + "': it expired there or was deleted"));
+            lost(
+                LeaseLost.Kind.REVOKED,
+                "the store has no record of lease '" + tenure.leaseName()
+                    + "': it expired there or was deleted");
       } else if (!e.holder.equals(tenure.holder())) {
         result =
-            new RenewResult.Lost(
-                new LeaseLost(
-                    LeaseLost.Kind.TAKEN_OVER,
-                    "the store says " + e.holder + " holds lease '" + tenure.leaseName()
-                        + "' (token " + e.token + ")"));
+            lost(
+                LeaseLost.Kind.TAKEN_OVER,
+                "the store says " + e.holder + " holds lease '" + tenure.leaseName() + "' (token "
+                    + e.token + ")");
       } else if (e.token != tenure.token()) {
         result =
-            new RenewResult.Lost(
-                new LeaseLost(
-                    LeaseLost.Kind.REVOKED,
-                    "tenure " + tenure.token() + " of lease '" + tenure.leaseName()
-                        + "' was replaced by tenure " + e.token + " of the same holder"));
+            lost(
+                LeaseLost.Kind.REVOKED,
+                "tenure " + tenure.token() + " of lease '" + tenure.leaseName()
+                    + "' was replaced by tenure " + e.token + " of the same holder");
       } else {
         e.expiresAt = now + e.ttl;
         result = new RenewResult.Renewed(sentAtNanos);
@@ -197,6 +194,10 @@ public final class MemoryLeaseStore {
     }
     pushes.forEach(Runnable::run);
     return result;
+  }
+
+  private static RenewResult lost(LeaseLost.Kind kind, String detail) {
+    return new RenewResult.Lost(new LeaseLost(kind, detail));
   }
 
   void release(Tenure tenure) {

@@ -5,7 +5,6 @@ import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 
 /**
  * The clock and threads that the leases of one backend share: one monotonic ticker, one timer
@@ -44,18 +43,10 @@ public final class LeaseRuntime implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    Executor dropAfterShutdown =
-        task -> {
-          try {
-            callbacks.execute(task);
-          } catch (RejectedExecutionException shutDown) {
-            // the backend is closed; its leases have no handlers left to call
-          }
-        };
     return new LeaseRuntime(
         Ticker.system(),
         timers,
-        dropAfterShutdown,
+        callbacks,
         () -> {
           timers.close();
           callbacks.shutdown();

@@ -455,25 +455,20 @@ public final class ManagedLease implements Lease {
     long sent = ticker.read();
     long d = t.deadline;
     if (d == ENDED || !alive(t)) {
-      settleRenewal(t, result, false);
+      settleRenewal(t, result, false, null);
       return result.copy();
     }
     long timeout = Math.min(timeoutNanos, d - sent);
     withTimeout(() -> store.renew(t.tenure, sent), timeout, "renewal")
         .whenComplete(
-            guarded(
-                result,
-                (answer, error) -> {
-                  try {
-                    onRenewal(t, result, sent, answer, error);
-                  } finally {
-                    synchronized (lock) {
-                      if (t.renewal == result) {
-                        t.renewal = null; // this round trip is over, however it ended
-                      }
-                    }
-                  }
-                }));
+            (answer, error) -> {
+              try {
+                onRenewal(t, result, sent, answer, error);
+              } catch (RuntimeException | Error e) {
+                log.error("Handling a renewal reply for lease '{}' failed", settings.name(), e);
+                settleRenewal(t, result, null, e);
+              }
+            });
     return result.copy();
   }
 
@@ -483,7 +478,6 @@ public final class ManagedLease implements Lease {
       boolean extended = extend(t, earlier(sent, renewed.validFromNanos()) + windowNanos);
       int recovered;
       synchronized (lock) {
-        t.renewal = null;
         recovered = t.failures.count();
         t.failures = RenewalFailures.NONE;
         if (extended && t.deadline != ENDED) {
@@ -497,10 +491,10 @@ public final class ManagedLease implements Lease {
             t.tenure.token(),
             recovered);
       }
-      result.complete(extended);
+      settleRenewal(t, result, extended, null);
     } else if (answer instanceof RenewResult.Lost gone) {
       endByStore(t, gone.reason());
-      settleRenewal(t, result, false);
+      settleRenewal(t, result, false, null);
     } else {
       Throwable cause = error != null ? error : noAnswer("renewal");
       LeaseException failure =
@@ -509,7 +503,6 @@ public final class ManagedLease implements Lease {
               "renewal of lease '" + settings.name() + "' (token " + t.tenure.token() + ") failed");
       int failures;
       synchronized (lock) {
-        t.renewal = null;
         failures = t.failures.count() + 1;
         t.failures = new RenewalFailures(failures, unwrap(cause).getMessage());
         if (t.deadline != ENDED) {
@@ -527,15 +520,23 @@ public final class ManagedLease implements Lease {
             millis(retryNanos),
             millis(Math.max(0, t.deadline - ticker.read())));
       }
-      result.completeExceptionally(failure);
+      settleRenewal(t, result, null, failure);
     }
   }
 
-  private void settleRenewal(Tenancy t, CompletableFuture<Boolean> result, boolean renewed) {
+  /** Ends a renewal round trip: clears it first, so whoever its answer wakes can start another. */
+  private void settleRenewal(
+      Tenancy t, CompletableFuture<Boolean> result, Boolean renewed, Throwable failure) {
     synchronized (lock) {
-      t.renewal = null;
+      if (t.renewal == result) {
+        t.renewal = null;
+      }
     }
-    result.complete(renewed);
+    if (failure != null) {
+      result.completeExceptionally(failure);
+    } else {
+      result.complete(renewed);
+    }
   }
 
   private void deadlineDue(Tenancy t) {
@@ -552,7 +553,8 @@ public final class ManagedLease implements Lease {
 
   /**
    * Called exactly once per loss, by whoever ended the tenure; hands the rest to the callback
-   * thread so that neither {@link #checkAlive()} nor the timer thread runs user code.
+   * thread so that neither {@link #checkAlive()} nor the timer thread runs user code. After the
+   * backend shut its callback thread down there is nobody left to tell.
    */
   private void lost(Tenancy t, LeaseLost reason) {
     try {

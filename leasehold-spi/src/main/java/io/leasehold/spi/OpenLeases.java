@@ -69,11 +69,6 @@ public final class OpenLeases {
     return Optional.ofNullable(open.get(holder));
   }
 
-  /** {@return how many leases are open} */
-  public int size() {
-    return open.size();
-  }
-
   /**
    * Refuses new leases, then closes every open one at once and waits for their releases to
    * settle, at most the longest operation timeout among them. Idempotent.

@@ -99,7 +99,7 @@ public abstract class LeaseContractSuite {
     assertThat(a.holder().owner()).isEqualTo("owner-a");
     assertNotHeld(a);
 
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     assertThat(a.checkAlive()).isTrue();
     assertThat(a.fencingToken()).isPresent();
@@ -111,7 +111,7 @@ public abstract class LeaseContractSuite {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     assertThat(result(b.acquire())).isFalse();
 
@@ -126,7 +126,7 @@ public abstract class LeaseContractSuite {
     Duration retryInterval = ttl.dividedBy(5);
     Lease b =
         lease(contender(), name, "owner-b", s -> s.acquireRetries(2).retryInterval(retryInterval));
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     long start = now();
     assertThat(result(b.acquire())).isFalse();
@@ -142,7 +142,7 @@ public abstract class LeaseContractSuite {
     Lease a = lease(contender(), name, "owner-a");
     Lease b =
         lease(contender(), name, "owner-b", s -> s.acquireRetries(3).retryInterval(ttl.dividedBy(2)));
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     CompletableFuture<Boolean> waiting = b.acquire();
     time.pass(ttl.dividedBy(4));
@@ -171,12 +171,11 @@ public abstract class LeaseContractSuite {
   @Test
   void acquireWhileHoldingConfirmsTheSameTenureAndToken() {
     Lease a = lease(contender(), leaseName(), "owner-a");
-    assertThat(result(a.acquire())).isTrue();
-    long token = a.fencingToken().orElseThrow();
+    long token = hold(a);
 
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     time.pass(ttl);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     assertThat(a.fencingToken()).hasValue(token);
   }
@@ -191,7 +190,7 @@ public abstract class LeaseContractSuite {
     assertThat(result(first)).isTrue();
     assertThat(result(second)).isTrue();
     long token = a.fencingToken().orElseThrow();
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     assertThat(a.fencingToken()).hasValue(token);
   }
 
@@ -204,14 +203,14 @@ public abstract class LeaseContractSuite {
     Lease a = lease(contender(), name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
     LossRecorder lossesOfA = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     CompletableFuture<Void> released = a.release();
     assertThat(a.checkAlive()).as("checkAlive right after release()").isFalse();
     result(released);
 
     assertNotHeld(a);
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
     time.pass(ttl);
     assertThat(lossesOfA.count()).as("onLost calls after a release").isZero();
   }
@@ -225,18 +224,17 @@ public abstract class LeaseContractSuite {
     LossRecorder lossesOfA = recordLosses(a);
 
     result(a.release()); // never acquired
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     result(a.release());
     result(a.release()); // released twice
 
-    assertThat(result(b.acquire())).isTrue();
-    long tokenOfB = b.fencingToken().orElseThrow();
+    long tokenOfB = hold(b);
     result(a.release()); // not the holder
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
     assertThat(b.fencingToken()).hasValue(tokenOfB);
     result(b.release());
 
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     processA.cutOff();
     time.awaitUntil("owner-a loses the lease", patience(), () -> lossesOfA.count() == 1);
     processA.heal();
@@ -251,8 +249,7 @@ public abstract class LeaseContractSuite {
     Lease a = lease(processA, name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
     Lease c = lease(contender(), name, "owner-c");
-    assertThat(result(a.acquire())).isTrue();
-    long tokenOfA = a.fencingToken().orElseThrow();
+    long tokenOfA = hold(a);
 
     processA.cutOff();
     CompletableFuture<Void> lateRelease = a.release();
@@ -268,7 +265,7 @@ public abstract class LeaseContractSuite {
     time.pass(ttl.dividedBy(2));
 
     assertThat(b.checkAlive()).isTrue();
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
     assertThat(b.fencingToken()).hasValue(tokenOfB);
     assertThat(result(c.acquire())).isFalse();
   }
@@ -278,14 +275,13 @@ public abstract class LeaseContractSuite {
     String name = leaseName();
     Contender firstProcess = contender();
     Lease before = lease(firstProcess, name, "same-owner");
-    assertThat(result(before.acquire())).isTrue();
-    long tokenBefore = before.fencingToken().orElseThrow();
+    long tokenBefore = hold(before);
 
     Lease restarted = lease(contender(), name, "same-owner");
     assertThat(restarted.holder()).isNotEqualTo(before.holder());
     assertThat(result(restarted.acquire())).isFalse();
     result(restarted.release());
-    assertThat(result(before.acquire())).isTrue();
+    hold(before);
     assertThat(before.fencingToken()).hasValue(tokenBefore);
 
     firstProcess.crash();
@@ -300,8 +296,7 @@ public abstract class LeaseContractSuite {
   void renewalKeepsTheLeaseWellBeyondItsTtl() {
     Lease a = lease(contender(), leaseName(), "owner-a");
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
-    long token = a.fencingToken().orElseThrow();
+    long token = hold(a);
 
     long start = now();
     time.awaitUntil(
@@ -322,8 +317,7 @@ public abstract class LeaseContractSuite {
     Lease a =
         lease(process, leaseName(), "owner-a", s -> s.operationTimeout(ttl.dividedBy(10)));
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
-    long token = a.fencingToken().orElseThrow();
+    long token = hold(a);
 
     process.cutOff(); // spans at least one renewal: the heartbeat is T/4
     time.pass(ttl.multipliedBy(4).dividedBy(10));
@@ -332,7 +326,7 @@ public abstract class LeaseContractSuite {
 
     assertThat(losses.count()).as("onLost calls after a short partition").isZero();
     assertThat(a.checkAlive()).isTrue();
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     assertThat(a.fencingToken()).hasValue(token);
   }
 
@@ -341,7 +335,7 @@ public abstract class LeaseContractSuite {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
     Duration left = a.remaining();
 
     process.pause(); // the renewal thread stalls with everything else
@@ -363,7 +357,7 @@ public abstract class LeaseContractSuite {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     process.cutOff();
     awaitLosses(losses, 1);
@@ -387,7 +381,7 @@ public abstract class LeaseContractSuite {
     LossRecorder cancelled = new LossRecorder(ticker());
     Subscription subscription = a.onLost(cancelled);
     LossRecorder kept = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     subscription.cancel();
     subscription.cancel();
@@ -409,7 +403,7 @@ public abstract class LeaseContractSuite {
           throw new IllegalStateException("handler failure on purpose");
         });
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     process.cutOff();
     awaitLosses(losses, 1);
@@ -437,7 +431,7 @@ public abstract class LeaseContractSuite {
           fromHandler.add(a.acquire());
           handled.set(a.remaining().isZero());
         });
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     process.cutOff();
     time.awaitUntil("the handler ran", patience(), handled::get);
@@ -455,14 +449,14 @@ public abstract class LeaseContractSuite {
     Lease a = lease(contender(), name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     fixture.revokeInStore(name);
 
     awaitLosses(losses, 1);
     assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED);
     assertNotHeld(a);
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -478,7 +472,7 @@ public abstract class LeaseContractSuite {
     List<Long> tokens = new ArrayList<>();
     Consumer<Lease> tenure =
         lease -> {
-          assertThat(result(lease.acquire())).isTrue();
+          hold(lease);
           tokens.add(lease.fencingToken().orElseThrow());
         };
 
@@ -509,12 +503,12 @@ public abstract class LeaseContractSuite {
     Lease a = lease(contender(), name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
     LossRecorder losses = recordLosses(a);
-    assertThat(result(a.acquire())).isTrue();
+    hold(a);
 
     a.close();
 
     assertNotHeld(a);
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
     a.close();
     assertThatThrownBy(() -> a.acquire().join()).hasCauseInstanceOf(IllegalStateException.class);
     result(a.release());
@@ -530,16 +524,16 @@ public abstract class LeaseContractSuite {
     Lease a2 = lease(processA, second, "owner-a");
     LossRecorder losses = recordLosses(a1);
     a2.onLost(losses);
-    assertThat(result(a1.acquire())).isTrue();
-    assertThat(result(a2.acquire())).isTrue();
+    hold(a1);
+    hold(a2);
     Contender processB = contender();
 
     processA.backend().close();
 
     assertNotHeld(a1);
     assertNotHeld(a2);
-    assertThat(result(lease(processB, first, "owner-b").acquire())).isTrue();
-    assertThat(result(lease(processB, second, "owner-b").acquire())).isTrue();
+    hold(lease(processB, first, "owner-b"));
+    hold(lease(processB, second, "owner-b"));
     assertThat(losses.count()).isZero();
     assertThatThrownBy(() -> lease(processA, leaseName(), "owner-a"))
         .isInstanceOf(IllegalStateException.class);
@@ -642,8 +636,7 @@ public abstract class LeaseContractSuite {
     Lease b = lease(contender(), name, "owner-b");
     LossRecorder lossesOfA = recordLosses(a);
     ExclusivityChecker checker = new ExclusivityChecker();
-    assertThat(result(a.acquire())).isTrue();
-    long tokenOfA = a.fencingToken().orElseThrow();
+    long tokenOfA = hold(a);
 
     processA.cutOff();
     long acquiredByB =
@@ -674,7 +667,7 @@ public abstract class LeaseContractSuite {
 
     processA.heal();
     assertThat(result(a.acquire())).isFalse();
-    assertThat(result(b.acquire())).isTrue();
+    hold(b);
   }
 
   /** (c) The holder crashes: another owner gets the lease after the holder's deadline, not before. */
@@ -684,8 +677,7 @@ public abstract class LeaseContractSuite {
     Contender processA = contender();
     Lease a = lease(processA, name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
-    assertThat(result(a.acquire())).isTrue();
-    long tokenOfA = a.fencingToken().orElseThrow();
+    long tokenOfA = hold(a);
 
     long deadlineOfA = now() + a.remaining().toNanos(); // at most a's safe deadline
     processA.crash();
@@ -711,8 +703,7 @@ public abstract class LeaseContractSuite {
     Lease b = lease(contender(), name, "owner-b");
     LossRecorder lossesOfA = recordLosses(a);
     ExclusivityChecker checker = new ExclusivityChecker();
-    assertThat(result(a.acquire())).isTrue();
-    long tokenOfA = a.fencingToken().orElseThrow();
+    long tokenOfA = hold(a);
     checker.sample(a);
 
     processA.pause();
@@ -779,6 +770,12 @@ public abstract class LeaseContractSuite {
 
   private long now() {
     return ticker().read();
+  }
+
+  /** Acquires, which must succeed, and returns the tenure's fencing token. */
+  private long hold(Lease lease) {
+    assertThat(result(lease.acquire())).as("%s acquires %s", lease.owner(), lease.name()).isTrue();
+    return lease.fencingToken().orElseThrow();
   }
 
   private LossRecorder recordLosses(Lease lease) {

@@ -39,11 +39,6 @@ public final class LossRecorder implements Consumer<LeaseLost> {
     return losses.size();
   }
 
-  /** {@return every call so far, oldest first} */
-  public List<Loss> losses() {
-    return List.copyOf(losses);
-  }
-
   /** {@return the first call; fails if there was none} */
   public Loss first() {
     if (losses.isEmpty()) {
