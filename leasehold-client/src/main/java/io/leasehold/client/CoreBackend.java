@@ -1,0 +1,142 @@
+package io.leasehold.client;
+
+import io.leasehold.HolderId;
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseLost;
+import io.leasehold.LeaseSettings;
+import io.leasehold.core.proto.GetResponse;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.ManagedLease;
+import io.leasehold.spi.OpenLeases;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The {@code leasehold://} backend: the Lease contract on the consistent core. All leases of one
+ * backend share one connection, one session per TTL and one keep-alive stream; the core's leader
+ * measures each session's TTL from the last keep-alive it confirmed, and a holder's local safe
+ * deadline counts from when that keep-alive was sent.
+ */
+public final class CoreBackend implements LeaseBackend {
+
+  private final String uri;
+  private final CoreClient client;
+  private final LeaseRuntime runtime;
+  private final OpenLeases leases;
+  private final Sessions sessions;
+  private final LeaseWatch watch;
+  private final CoreLeaseStore store;
+  CoreBackend(String uri, List<InetSocketAddress> endpoints, Duration attemptTimeout, LeaseRuntime runtime) {
+    this.uri = uri;
+    this.client = new CoreClient(endpoints, attemptTimeout);
+    this.runtime = runtime;
+    this.leases = new OpenLeases(uri);
+    this.sessions =
+        new Sessions(
+            client, runtime.ticker(), runtime.timers(), processName(), this::sessionEnded);
+    this.watch = new LeaseWatch(client, runtime.timers(), new Losses());
+    this.store = new CoreLeaseStore(client, sessions, watch);
+  }
+
+  /**
+   * Opens a backend on the given nodes with its own timer and callback threads.
+   *
+   * @param uri the URI it was opened with, for messages
+   * @param endpoints the nodes' client addresses
+   * @return the backend
+   */
+  static CoreBackend open(String uri, List<InetSocketAddress> endpoints) {
+    return new CoreBackend(uri, endpoints, Duration.ofSeconds(2), LeaseRuntime.system("leasehold-core"));
+  }
+
+  @Override
+  public Lease newLease(LeaseSettings settings) {
+    Objects.requireNonNull(settings, "settings");
+    if (settings.ttl().compareTo(Duration.ofMillis(10)) < 0) {
+      throw new IllegalArgumentException(
+          "ttl must be at least 10 ms on the core backend; was " + settings.ttl().toMillis() + " ms");
+    }
+    Lease lease = leases.newLease(settings, store, runtime);
+    // Grant the session for this TTL now, so that the first acquire is one round trip. A failure
+    // here is harmless: the acquire grants again and reports what goes wrong.
+    sessions.forTtl(settings.ttl());
+    return lease;
+  }
+
+  @Override
+  public String uri() {
+    return uri;
+  }
+
+  /** {@return the client, for tools that use the core's keys and sessions directly} */
+  public CoreClient client() {
+    return client;
+  }
+
+  /** Releases every lease (waiting at most each lease's operation timeout), then disconnects. */
+  @Override
+  public void close() {
+    leases.closeAll();
+    watch.close();
+    sessions.close();
+    client.close();
+    runtime.close();
+  }
+
+  /** Disconnects at once without releasing anything, as a crashed process would. */
+  void abandon() {
+    watch.close();
+    sessions.close();
+    client.close();
+  }
+
+  private void sessionEnded(long sessionId) {
+    store.sessionEnded(
+        sessionId,
+        (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.EXPIRED, "the core expired this process's session")));
+  }
+
+  private void report(HolderId holder, long token, LeaseLost reason) {
+    leases.find(holder).ifPresent(l -> l.storeReportedLoss(token, reason));
+  }
+
+  private final class Losses implements LeaseWatch.Losses {
+    @Override
+    public void lost(HolderId holder, String leaseName, long token, LeaseLost reason) {
+      store.forget(token);
+      report(holder, token, reason);
+    }
+
+    @Override
+    public void resync(GetResponse current) {
+      store.missingFrom(
+          current,
+          (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.REVOKED, "the lease's key is gone from the core")));
+    }
+  }
+
+  private static String processName() {
+    return ProcessHandle.current().pid() + "@" + hostName();
+  }
+
+  private static String hostName() {
+    try {
+      return java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.net.UnknownHostException e) {
+      return "unknown-host";
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "CoreBackend[" + uri + "]";
+  }
+
+  /** {@return the open lease for a holder, for tests} */
+  java.util.Optional<ManagedLease> lease(HolderId holder) {
+    return leases.find(holder);
+  }
+}

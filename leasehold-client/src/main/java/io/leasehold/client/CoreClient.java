@@ -1,0 +1,223 @@
+package io.leasehold.client;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.core.proto.CallId;
+import io.leasehold.core.proto.KeepAliveRequest;
+import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.core.proto.LeaseholdGrpc;
+import io.leasehold.core.proto.LeaseholdGrpc.LeaseholdStub;
+import io.leasehold.core.proto.WatchRequest;
+import io.leasehold.core.proto.WatchResponse;
+import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A connection to the consistent core: one gRPC channel per node, calls sent to one node at a
+ * time. Any node serves any call (it forwards to the leader), so failover is simply trying the
+ * next node when one does not answer; a write is retried with the same call id, which the core
+ * applies once.
+ */
+public final class CoreClient implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(CoreClient.class);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final List<InetSocketAddress> endpoints;
+  private final ManagedChannel[] channels;
+  private final Duration attemptTimeout;
+  private final AtomicInteger current = new AtomicInteger();
+  private final long clientIdHigh = RANDOM.nextLong();
+  private final long clientIdLow = RANDOM.nextLong();
+  private final AtomicLong calls = new AtomicLong();
+
+  /**
+   * Connects (lazily) to the given nodes.
+   *
+   * @param endpoints the nodes' client addresses
+   * @param attemptTimeout how long one node has to answer before the next is tried
+   */
+  public CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout) {
+    if (endpoints.isEmpty()) {
+      throw new IllegalArgumentException("at least one node address is needed");
+    }
+    this.endpoints = List.copyOf(endpoints);
+    this.attemptTimeout = attemptTimeout;
+    this.channels = new ManagedChannel[endpoints.size()];
+    for (int i = 0; i < channels.length; i++) {
+      InetSocketAddress a = endpoints.get(i);
+      channels[i] =
+          NettyChannelBuilder.forAddress(a.getHostString(), a.getPort())
+              .usePlaintext()
+              // Detect a dead connection (a peer gone without a reset) within seconds.
+              .keepAliveTime(10, TimeUnit.SECONDS)
+              .keepAliveTimeout(5, TimeUnit.SECONDS)
+              .build();
+    }
+    // Connect to the first node now rather than on the first call.
+    channels[0].getState(true);
+  }
+
+  /** {@return the nodes this client talks to} */
+  public List<InetSocketAddress> endpoints() {
+    return endpoints;
+  }
+
+  /** {@return a fresh call id for one logical write; its retries reuse it} */
+  public CallId newCall() {
+    return CallId.newBuilder()
+        .setClientIdHigh(clientIdHigh)
+        .setClientIdLow(clientIdLow)
+        .setCallId(calls.incrementAndGet())
+        .build();
+  }
+
+  /**
+   * Sends one unary call, trying each node in turn (starting with the last one that answered)
+   * while they are unreachable or slow. Refusals (bad argument, unknown session) are not retried.
+   *
+   * @param rpc the call on a stub
+   * @param <T> the response type
+   * @return the response, or a {@link LeaseException}: unavailable when no node answered
+   */
+  public <T> CompletableFuture<T> call(BiConsumer<LeaseholdStub, StreamObserver<T>> rpc) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    attempt(rpc, result, 0, null);
+    return result;
+  }
+
+  private <T> void attempt(
+      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, CompletableFuture<T> result, int tried, Throwable last) {
+    if (tried >= 2 * channels.length) {
+      result.completeExceptionally(
+          new LeaseStoreUnavailableException("no node of " + endpoints + " answered: " + describe(last), last));
+      return;
+    }
+    int node = current.get();
+    LeaseholdStub stub =
+        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(attemptTimeout.toNanos(), TimeUnit.NANOSECONDS);
+    rpc.accept(
+        stub,
+        new StreamObserver<T>() {
+          private T value;
+
+          @Override
+          public void onNext(T v) {
+            value = v;
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            Status.Code code = Status.fromThrowable(t).getCode();
+            if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
+                || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
+              log.debug("node {} did not answer ({}); trying the next", endpoints.get(node), describe(t));
+              current.compareAndSet(node, (node + 1) % channels.length);
+              attempt(rpc, result, tried + 1, t);
+            } else {
+              result.completeExceptionally(refused(t));
+            }
+          }
+
+          @Override
+          public void onCompleted() {
+            result.complete(value);
+          }
+        });
+  }
+
+  /** Opens the keep-alive stream on the current node. */
+  StreamObserver<KeepAliveRequest> keepAlive(StreamObserver<KeepAliveResponse> responses) {
+    return LeaseholdGrpc.newStub(channels[current.get()]).keepAlive(responses);
+  }
+
+  /** Opens a watch on the current node; cancel it through the returned handle. */
+  Runnable watch(WatchRequest request, StreamObserver<WatchResponse> events) {
+    CompletableFuture<ClientCallStreamObserver<WatchRequest>> call = new CompletableFuture<>();
+    LeaseholdGrpc.newStub(channels[current.get()])
+        .watch(
+            request,
+            new ClientResponseObserver<WatchRequest, WatchResponse>() {
+              @Override
+              public void beforeStart(ClientCallStreamObserver<WatchRequest> requestStream) {
+                call.complete(requestStream);
+              }
+
+              @Override
+              public void onNext(WatchResponse value) {
+                events.onNext(value);
+              }
+
+              @Override
+              public void onError(Throwable t) {
+                events.onError(t);
+              }
+
+              @Override
+              public void onCompleted() {
+                events.onCompleted();
+              }
+            });
+    return () -> call.thenAccept(c -> c.cancel("watch closed", null));
+  }
+
+  /** A node did not answer: try another next time. */
+  void failOver() {
+    int node = current.get();
+    current.compareAndSet(node, (node + 1) % channels.length);
+  }
+
+  /** Closes every channel at once; calls in flight fail. */
+  @Override
+  public void close() {
+    for (ManagedChannel c : channels) {
+      c.shutdownNow();
+    }
+  }
+
+  private static LeaseException refused(Throwable t) {
+    Status status = Status.fromThrowable(t);
+    return new LeaseException(
+        LeaseException.Code.PROTOCOL,
+        "the core refused the call: " + status.getCode() + ": " + status.getDescription(),
+        t);
+  }
+
+  static boolean isSessionNotFound(Throwable t) {
+    Throwable cause = t;
+    while (cause != null) {
+      if (cause instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.NOT_FOUND) {
+        return true;
+      }
+      if (cause instanceof io.grpc.StatusException s && s.getStatus().getCode() == Status.Code.NOT_FOUND) {
+        return true;
+      }
+      cause = cause.getCause();
+    }
+    return false;
+  }
+
+  private static String describe(Throwable t) {
+    if (t == null) {
+      return "no answer";
+    }
+    Status s = Status.fromThrowable(t);
+    return s.getCode() + (s.getDescription() == null ? "" : ": " + s.getDescription());
+  }
+}

@@ -1,0 +1,191 @@
+package io.leasehold.client;
+
+import io.grpc.stub.StreamObserver;
+import io.leasehold.HolderId;
+import io.leasehold.LeaseLost;
+import io.leasehold.core.proto.Event;
+import io.leasehold.core.proto.GetRequest;
+import io.leasehold.core.proto.GetResponse;
+import io.leasehold.core.proto.KeyValue;
+import io.leasehold.core.proto.WatchRequest;
+import io.leasehold.core.proto.WatchResponse;
+import io.leasehold.spi.Scheduler;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Watches the keys of named leases so that a holder hears at once when its key is deleted by
+ * anyone but itself (an operator's revoke, the session's expiry). One watch per backend, on the
+ * whole lease prefix; it resumes after a reconnect from the last revision it saw, and if the core
+ * no longer has that history it re-reads the keys instead, so no deletion is missed.
+ */
+final class LeaseWatch implements AutoCloseable {
+
+  /** The key prefix of named leases in the core. */
+  static final String LEASE_PREFIX = "/_leasehold/leases/";
+
+  private static final Logger log = LoggerFactory.getLogger(LeaseWatch.class);
+  private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+  /** Where the watch reports a deletion of a key a holder of this process may hold. */
+  interface Losses {
+    void lost(HolderId holder, String leaseName, long token, LeaseLost reason);
+
+    /** After a gap in the history: is this (holder, lease, token) still in the core? */
+    void resync(GetResponse current);
+  }
+
+  private final CoreClient client;
+  private final Scheduler timers;
+  private final Losses losses;
+  private long nextRevision; // guarded by this
+  private Runnable cancel; // guarded by this
+  private boolean started; // guarded by this
+  private boolean closed; // guarded by this
+
+  LeaseWatch(CoreClient client, Scheduler timers, Losses losses) {
+    this.client = client;
+    this.timers = timers;
+    this.losses = losses;
+  }
+
+  /** Makes sure a watch runs; before any tenure exists it may start from "now". */
+  synchronized void ensureStarted() {
+    if (!started && !closed) {
+      started = true;
+      open();
+    }
+  }
+
+  /** A tenure was created at {@code revision}: the watch must cover it from there. */
+  synchronized void watchFrom(long revision) {
+    if (nextRevision == 0 || revision < nextRevision) {
+      // The running watch started after this tenure's creation: restart it from there.
+      nextRevision = revision;
+      restart();
+    }
+  }
+
+  private synchronized void restart() {
+    if (cancel != null) {
+      cancel.run();
+      cancel = null;
+    }
+    open();
+  }
+
+  private synchronized void open() {
+    if (closed) {
+      return;
+    }
+    WatchRequest request =
+        WatchRequest.newBuilder().setKey(LEASE_PREFIX).setPrefix(true).setStartRevision(nextRevision).build();
+    Object[] self = new Object[1];
+    StreamObserver<WatchResponse> observer =
+        new StreamObserver<>() {
+          @Override
+          public void onNext(WatchResponse response) {
+            handle(self[0], response);
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            ended(self[0], t);
+          }
+
+          @Override
+          public void onCompleted() {
+            ended(self[0], null);
+          }
+        };
+    self[0] = observer;
+    cancel = client.watch(request, observer);
+    current = observer;
+  }
+
+  private Object current; // guarded by this
+
+  private void handle(Object which, WatchResponse response) {
+    synchronized (this) {
+      if (which != current) {
+        return; // a watch we replaced
+      }
+      if (response.getCompactRevision() != 0) {
+        log.info("lease watch: history before revision {} is gone; re-reading the leases", response.getCompactRevision());
+        nextRevision = 0;
+        resync();
+        return;
+      }
+    }
+    for (Event e : response.getEventsList()) {
+      KeyValue kv = e.getKv();
+      synchronized (this) {
+        nextRevision = Math.max(nextRevision, kv.getModRevision() + 1);
+      }
+      if (e.getType() != Event.Type.DELETE || !kv.getKey().startsWith(LEASE_PREFIX)) {
+        continue;
+      }
+      HolderId holder;
+      try {
+        holder = HolderId.parse(kv.getValue().toStringUtf8());
+      } catch (IllegalArgumentException notOurs) {
+        continue;
+      }
+      String cause = e.getCause();
+      if (cause.equals("released")) {
+        continue; // the holder's own release
+      }
+      LeaseLost.Kind kind = cause.equals("session expired") ? LeaseLost.Kind.EXPIRED : LeaseLost.Kind.REVOKED;
+      String detail =
+          cause.isEmpty() ? "the lease's key was deleted in the core (revoked by an operator)" : "core: " + cause;
+      losses.lost(holder, kv.getKey().substring(LEASE_PREFIX.length()), kv.getCreateRevision(), new LeaseLost(kind, detail));
+    }
+  }
+
+  private void resync() {
+    GetRequest get = GetRequest.newBuilder().setKey(LEASE_PREFIX).setPrefix(true).build();
+    client
+        .<GetResponse>call((stub, out) -> stub.get(get, out))
+        .whenComplete(
+            (current, error) -> {
+              if (error != null) {
+                timers.schedule(this::resync, RETRY_NANOS);
+                return;
+              }
+              losses.resync(current);
+              synchronized (this) {
+                nextRevision = current.getRevision() + 1;
+                restart();
+              }
+            });
+  }
+
+  private void ended(Object which, Throwable t) {
+    synchronized (this) {
+      if (which != current || closed) {
+        return;
+      }
+      current = null;
+    }
+    log.debug("lease watch ended ({}); resuming", t == null ? "completed" : t.toString());
+    client.failOver();
+    timers.schedule(
+        () -> {
+          synchronized (this) {
+            if (current == null) {
+              open();
+            }
+          }
+        },
+        RETRY_NANOS);
+  }
+
+  @Override
+  public synchronized void close() {
+    closed = true;
+    if (cancel != null) {
+      cancel.run();
+    }
+  }
+}

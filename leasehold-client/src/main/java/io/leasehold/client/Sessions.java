@@ -1,0 +1,265 @@
+package io.leasehold.client;
+
+import io.grpc.stub.StreamObserver;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.Ticker;
+import io.leasehold.core.proto.GrantRequest;
+import io.leasehold.core.proto.GrantResponse;
+import io.leasehold.core.proto.KeepAliveRequest;
+import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.spi.Scheduler;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The core sessions of one backend, one per TTL, kept alive together: every round sends one
+ * keep-alive naming all sessions on one stream, so heartbeat traffic does not grow with the number
+ * of leases. A lease's renewal is answered from the latest round the leader confirmed.
+ */
+final class Sessions implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(Sessions.class);
+
+  /** One session: the TTL its keys live for after the last keep-alive the leader confirmed. */
+  static final class Session {
+    final long ttlMillis;
+    final long intervalNanos;
+    volatile long id;
+    /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
+    volatile long confirmedSentAt;
+    volatile boolean ended;
+    final CompletableFuture<Session> granted = new CompletableFuture<>();
+    /** Completes when the next round is answered: true if the session is alive. */
+    volatile CompletableFuture<Boolean> nextRound = new CompletableFuture<>();
+
+    Session(long ttlMillis) {
+      this.ttlMillis = ttlMillis;
+      this.intervalNanos = ttlMillis * 1_000_000L / 4;
+    }
+
+    /** {@return whether a confirmation sent at or after {@code sinceNanos} is known} */
+    boolean confirmedSince(long sinceNanos) {
+      return confirmedSentAt - sinceNanos >= 0;
+    }
+  }
+
+  private final CoreClient client;
+  private final Ticker ticker;
+  private final Scheduler timers;
+  private final String owner;
+  private final LongConsumer onSessionEnded;
+  private final Map<Long, Session> byTtl = new ConcurrentHashMap<>();
+  private final Map<Long, Long> sentAtBySequence = new ConcurrentHashMap<>();
+  private final Object streamLock = new Object();
+  private StreamObserver<KeepAliveRequest> stream;
+  private long sequence;
+  private volatile boolean closed;
+  private Scheduler.Cancellable nextTick;
+
+  Sessions(CoreClient client, Ticker ticker, Scheduler timers, String owner, LongConsumer onSessionEnded) {
+    this.client = client;
+    this.ticker = ticker;
+    this.timers = timers;
+    this.owner = owner;
+    this.onSessionEnded = onSessionEnded;
+  }
+
+  /**
+   * The live session for {@code ttl}, granted if there is none yet (or the last one ended).
+   *
+   * @return completes when the session is granted
+   */
+  CompletableFuture<Session> forTtl(Duration ttl) {
+    long ttlMillis = Math.max(1, ttl.toMillis());
+    Session s =
+        byTtl.compute(ttlMillis, (k, existing) -> existing != null && !existing.ended ? existing : new Session(k));
+    if (s.id == 0 && !s.granted.isDone()) {
+      grant(s);
+    }
+    return s.granted;
+  }
+
+  private void grant(Session s) {
+    synchronized (s) {
+      if (s.id != 0 || s.granted.isDone() || s.id == -1) {
+        return;
+      }
+      s.id = -1; // granting
+    }
+    long sentAt = ticker.read();
+    GrantRequest request =
+        GrantRequest.newBuilder().setCall(client.newCall()).setOwner(owner).setTtlMillis(s.ttlMillis).build();
+    client
+        .<GrantResponse>call((stub, out) -> stub.grant(request, out))
+        .whenComplete(
+            (response, error) -> {
+              if (error != null) {
+                synchronized (s) {
+                  s.id = 0; // the next acquire grants again
+                }
+                byTtl.remove(s.ttlMillis, s);
+                s.granted.completeExceptionally(error);
+                return;
+              }
+              s.confirmedSentAt = sentAt;
+              s.id = response.getSessionId();
+              log.debug("session {} granted (ttl {} ms)", s.id, s.ttlMillis);
+              s.granted.complete(s);
+              scheduleRound(0);
+            });
+  }
+
+  /**
+   * Completes when a round sent now (or one already in flight) is answered: true if the session
+   * is still alive, false if it ended; exceptionally if no leader answered.
+   */
+  CompletableFuture<Boolean> confirm(Session s) {
+    if (s.ended) {
+      return CompletableFuture.completedFuture(false);
+    }
+    CompletableFuture<Boolean> next = s.nextRound;
+    scheduleRound(0);
+    return next;
+  }
+
+  private void scheduleRound(long delayNanos) {
+    synchronized (streamLock) {
+      if (closed) {
+        return;
+      }
+      if (nextTick != null) {
+        if (delayNanos > 0) {
+          return; // a round is already scheduled
+        }
+        nextTick.cancel();
+      }
+      nextTick = timers.schedule(this::round, delayNanos);
+    }
+  }
+
+  /** Sends one keep-alive for every live session, then schedules the next. */
+  private void round() {
+    List<Long> ids = new ArrayList<>();
+    long interval = Long.MAX_VALUE;
+    for (Session s : byTtl.values()) {
+      if (s.id > 0 && !s.ended) {
+        ids.add(s.id);
+        interval = Math.min(interval, s.intervalNanos);
+      }
+    }
+    synchronized (streamLock) {
+      nextTick = null;
+      if (closed || ids.isEmpty()) {
+        return;
+      }
+      long seq = ++sequence;
+      sentAtBySequence.put(seq, ticker.read());
+      try {
+        if (stream == null) {
+          stream = client.keepAlive(new Responses());
+        }
+        stream.onNext(KeepAliveRequest.newBuilder().addAllSessionIds(ids).setSequence(seq).build());
+      } catch (RuntimeException e) {
+        log.debug("keep-alive send failed", e);
+        stream = null;
+      }
+      nextTick = timers.schedule(this::round, interval);
+    }
+  }
+
+  private final class Responses implements StreamObserver<KeepAliveResponse> {
+    @Override
+    public void onNext(KeepAliveResponse response) {
+      Long sentAt = sentAtBySequence.remove(response.getSequence());
+      if (sentAt == null) {
+        return;
+      }
+      // Older rounds still unanswered will not be: this stream answers in order.
+      sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
+      for (Session s : byTtl.values()) {
+        if (response.getAliveList().contains(s.id)) {
+          if (sentAt - s.confirmedSentAt > 0) {
+            s.confirmedSentAt = sentAt;
+          }
+          settle(s, true);
+        } else if (response.getGoneList().contains(s.id)) {
+          end(s);
+        }
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      streamFailed(this, t);
+    }
+
+    @Override
+    public void onCompleted() {
+      streamFailed(this, null);
+    }
+  }
+
+  private void streamFailed(Responses which, Throwable t) {
+    synchronized (streamLock) {
+      stream = null;
+    }
+    sentAtBySequence.clear();
+    if (!closed) {
+      log.debug("keep-alive stream ended ({}); reconnecting on the next round", t == null ? "completed" : t.toString());
+      client.failOver();
+      LeaseStoreUnavailableException failure =
+          new LeaseStoreUnavailableException("keep-alive not confirmed: " + (t == null ? "stream closed" : t.getMessage()), t);
+      for (Session s : byTtl.values()) {
+        CompletableFuture<Boolean> f = s.nextRound;
+        s.nextRound = new CompletableFuture<>();
+        f.completeExceptionally(failure);
+      }
+    }
+  }
+
+  private static void settle(Session s, boolean alive) {
+    CompletableFuture<Boolean> f = s.nextRound;
+    s.nextRound = new CompletableFuture<>();
+    f.complete(alive);
+  }
+
+  private void end(Session s) {
+    if (s.ended) {
+      return;
+    }
+    s.ended = true;
+    byTtl.remove(s.ttlMillis, s);
+    log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
+    settle(s, false);
+    onSessionEnded.accept(s.id);
+  }
+
+  /** The core said this session is gone (a call named it unknown). */
+  void ended(Session s) {
+    end(s);
+  }
+
+  @Override
+  public void close() {
+    synchronized (streamLock) {
+      closed = true;
+      if (nextTick != null) {
+        nextTick.cancel();
+      }
+      if (stream != null) {
+        try {
+          stream.onCompleted();
+        } catch (RuntimeException e) {
+          log.debug("closing keep-alive stream", e);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,30 @@
+package io.leasehold.client;
+
+import io.leasehold.server.LocalCluster;
+import io.leasehold.testkit.ContractFixture;
+import io.leasehold.testkit.LeaseContractSuite;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The whole contract on a real 3-node core, real time, TTL 2 s, faults through TCP proxies. */
+class CoreContractTest extends LeaseContractSuite {
+
+  private static LocalCluster cluster;
+
+  @BeforeAll
+  static void startCluster() {
+    cluster = CoreFixture.startCluster("contract");
+  }
+
+  @AfterAll
+  static void stopCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Override
+  protected ContractFixture createFixture() {
+    return new CoreFixture(cluster);
+  }
+}

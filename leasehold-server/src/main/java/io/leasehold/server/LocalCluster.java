@@ -1,0 +1,186 @@
+package io.leasehold.server;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
+
+/**
+ * Several nodes of the core in this JVM on loopback, each with its own data directory under one
+ * root: what {@code leasehold dev} runs, and what the tests use as a real cluster. Nodes can be
+ * stopped and started again on their data, one at a time or all together.
+ */
+public final class LocalCluster implements AutoCloseable {
+
+  private final List<Peer> peers;
+  private final Path root;
+  private final UnaryOperator<NodeConfig> tuning;
+  private final CoreNode[] nodes;
+
+  private LocalCluster(List<Peer> peers, Path root, UnaryOperator<NodeConfig> tuning) {
+    this.peers = peers;
+    this.root = root;
+    this.tuning = tuning;
+    this.nodes = new CoreNode[peers.size()];
+  }
+
+  /**
+   * Starts {@code size} nodes named n1, n2, ... on loopback, their client ports {@code basePort},
+   * {@code basePort + 2}, ... (each Raft port is the one after).
+   *
+   * @param size how many nodes (1 to 9)
+   * @param basePort the first client port; 0 picks free ports
+   * @param root where the nodes keep their data, one directory each
+   * @param tuning adjusts each node's configuration (election timeout, snapshots)
+   * @return the running cluster
+   */
+  public static LocalCluster start(int size, int basePort, Path root, UnaryOperator<NodeConfig> tuning) {
+    if (size < 1 || size > 9) {
+      throw new IllegalArgumentException("nodes must be between 1 and 9; was " + size);
+    }
+    String host = InetAddress.getLoopbackAddress().getHostAddress();
+    List<Peer> peers = new ArrayList<>();
+    for (int i = 0; i < size; i++) {
+      int port = basePort == 0 ? freePortPair() : basePort + 2 * i;
+      peers.add(new Peer("n" + (i + 1), host, port));
+    }
+    LocalCluster cluster = new LocalCluster(List.copyOf(peers), root, tuning);
+    try {
+      for (int i = 0; i < size; i++) {
+        cluster.startNode(i);
+      }
+      cluster.awaitLeader(Duration.ofSeconds(30));
+    } catch (RuntimeException e) {
+      cluster.close();
+      throw e;
+    }
+    return cluster;
+  }
+
+  /**
+   * Waits until one running node leads and has committed an entry of its term, so the cluster
+   * serves reads and writes.
+   *
+   * @param atMost how long to wait
+   * @return the leader's position
+   * @throws IllegalStateException if no leader is ready in time
+   */
+  public int awaitLeader(Duration atMost) {
+    long deadline = System.nanoTime() + atMost.toNanos();
+    while (true) {
+      synchronized (this) {
+        for (int i = 0; i < nodes.length; i++) {
+          if (nodes[i] != null && nodes[i].isLeaderReady()) {
+            return i;
+          }
+        }
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new IllegalStateException("no leader was elected within " + atMost.toMillis() + " ms");
+      }
+      try {
+        Thread.sleep(10); // polling a cluster we started; no event to wait on
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for a leader", e);
+      }
+    }
+  }
+
+  /** {@return the URI a client opens to reach this cluster} */
+  public String uri() {
+    return "leasehold://" + peers.stream().map(Peer::clientEndpoint).collect(Collectors.joining(","));
+  }
+
+  /** {@return the nodes as configured, in order} */
+  public List<Peer> peers() {
+    return peers;
+  }
+
+  /** {@return where the nodes keep their data} */
+  public Path root() {
+    return root;
+  }
+
+  /**
+   * Starts node {@code i} (again) on its data directory.
+   *
+   * @param i the node's position, from 0
+   * @return the running node
+   */
+  public synchronized CoreNode startNode(int i) {
+    if (nodes[i] != null) {
+      throw new IllegalStateException("node " + peers.get(i).id() + " is already running");
+    }
+    Peer peer = peers.get(i);
+    nodes[i] = CoreNode.start(tuning.apply(NodeConfig.of(peer.id(), peers, root.resolve(peer.id()))));
+    return nodes[i];
+  }
+
+  /**
+   * Stops node {@code i}; its data stays.
+   *
+   * @param i the node's position, from 0
+   */
+  public synchronized void stopNode(int i) {
+    if (nodes[i] != null) {
+      nodes[i].close();
+      nodes[i] = null;
+    }
+  }
+
+  /** {@return node {@code i} if it runs} */
+  public synchronized Optional<CoreNode> node(int i) {
+    return Optional.ofNullable(nodes[i]);
+  }
+
+  /** {@return the position of the current leader among running nodes, if one leads} */
+  public synchronized Optional<Integer> leader() {
+    for (int i = 0; i < nodes.length; i++) {
+      if (nodes[i] != null && nodes[i].isLeader()) {
+        return Optional.of(i);
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** {@return the election timeout the nodes run with} */
+  public Duration electionTimeout() {
+    return tuning.apply(NodeConfig.of(peers.get(0).id(), peers, root)).electionTimeout();
+  }
+
+  /** Stops every node; the data stays. */
+  @Override
+  public synchronized void close() {
+    for (int i = 0; i < nodes.length; i++) {
+      stopNode(i);
+    }
+  }
+
+  /** A free port whose next port is free too (client port, Raft port). */
+  private static int freePortPair() {
+    for (int attempt = 0; attempt < 50; attempt++) {
+      try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+        int port = a.getLocalPort();
+        if (port >= 65535) {
+          continue;
+        }
+        try (ServerSocket b = new ServerSocket(port + 1, 1, InetAddress.getLoopbackAddress())) {
+          return b.getLocalPort() - 1;
+        } catch (IOException taken) {
+          // try another
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("no free port", e);
+      }
+    }
+    throw new IllegalStateException("found no two adjacent free ports on loopback");
+  }
+}

@@ -1,0 +1,120 @@
+package io.leasehold.server;
+
+import io.leasehold.core.proto.Event;
+import io.leasehold.core.proto.WatchResponse;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The watch streams of one node. Events arrive from the state machine as entries are applied, in
+ * revision order; each watcher gets those that match its key or prefix. Recent events are kept
+ * (up to a bound) so that a watcher can start, or resume after a reconnect, from a past revision
+ * and miss nothing; a watcher asking for a revision older than that is told the oldest revision
+ * it can ask for.
+ */
+final class WatchHub {
+
+  /** Where one watcher's events go; called from the applying thread, so it must not block. */
+  interface Sink {
+    void send(WatchResponse response);
+
+    boolean isClosed();
+  }
+
+  private record Watcher(String key, boolean prefix, Sink sink) {
+    boolean matches(Event e) {
+      String k = e.getKv().getKey();
+      return prefix ? k.startsWith(key) : k.equals(key);
+    }
+  }
+
+  private final int capacity;
+  private final ArrayDeque<Event> history = new ArrayDeque<>();
+  private final List<Watcher> watchers = new CopyOnWriteArrayList<>();
+  /** Every event with a revision above this one is in {@link #history}. */
+  private long retainedAfter;
+
+  WatchHub(int capacity) {
+    this.capacity = capacity;
+  }
+
+  /** The state was replaced (snapshot loaded) at {@code revision}: older history is unknown. */
+  synchronized void reset(long revision) {
+    history.clear();
+    retainedAfter = revision;
+  }
+
+  /** Events of one applied entry, all of one revision. */
+  synchronized void publish(List<Event> events) {
+    if (events.isEmpty()) {
+      return;
+    }
+    for (Event e : events) {
+      history.addLast(e);
+    }
+    while (history.size() > capacity) {
+      retainedAfter = history.removeFirst().getKv().getModRevision();
+      // Events of one revision leave together, so "after retainedAfter" stays exact.
+      while (!history.isEmpty() && history.peekFirst().getKv().getModRevision() == retainedAfter) {
+        history.removeFirst();
+      }
+    }
+    for (Watcher w : watchers) {
+      if (w.sink().isClosed()) {
+        watchers.remove(w);
+        continue;
+      }
+      List<Event> matching = matching(w, events.iterator());
+      if (!matching.isEmpty()) {
+        w.sink().send(WatchResponse.newBuilder().addAllEvents(matching).build());
+      }
+    }
+  }
+
+  /**
+   * Starts a watch.
+   *
+   * @param startRevision the first revision to deliver; 0 for "from the next change"
+   * @return false if {@code startRevision} is older than the retained history (the sink was told
+   *     the oldest revision it may ask for)
+   */
+  synchronized boolean watch(String key, boolean prefix, long startRevision, Sink sink) {
+    Watcher watcher = new Watcher(key, prefix, sink);
+    if (startRevision != 0) {
+      if (startRevision <= retainedAfter) {
+        sink.send(WatchResponse.newBuilder().setCompactRevision(retainedAfter + 1).build());
+        return false;
+      }
+      List<Event> past = new ArrayList<>();
+      for (Event e : history) {
+        if (e.getKv().getModRevision() >= startRevision && watcher.matches(e)) {
+          past.add(e);
+        }
+      }
+      if (!past.isEmpty()) {
+        sink.send(WatchResponse.newBuilder().addAllEvents(past).build());
+      }
+    }
+    watchers.add(watcher);
+    return true;
+  }
+
+  synchronized int watcherCount() {
+    watchers.removeIf(w -> w.sink().isClosed());
+    return watchers.size();
+  }
+
+  private static List<Event> matching(Watcher w, Iterator<Event> events) {
+    List<Event> matching = new ArrayList<>(1);
+    while (events.hasNext()) {
+      Event e = events.next();
+      if (w.matches(e)) {
+        matching.add(e);
+      }
+    }
+    return matching;
+  }
+}
