@@ -119,11 +119,15 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
     return ensureWatch()
         .thenCombine(session.grant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true));
+        .thenCompose(grant -> acquireWith(request, session, grant, true, true));
   }
 
   private CompletableFuture<AcquireResult> acquireWith(
-      AcquireRequest request, Session session, Session.Grant grant, boolean mayReplace) {
+      AcquireRequest request,
+      Session session,
+      Session.Grant grant,
+      boolean mayReplace,
+      boolean mayRegrant) {
     ByteSequence key = bytes(key(request.leaseName()));
     ByteSequence value = bytes(Record.encode(request.holder(), request.requestId()));
     return kv.txn()
@@ -139,12 +143,19 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                 if (Session.isLeaseNotFound(error)) {
                   session.markDead(grant, "etcd lease " + Long.toHexString(grant.id)
                       + " no longer exists in etcd (a put with it was refused)");
+                  if (mayRegrant) {
+                    // etcd refused the whole transaction, so nothing was written: a fresh
+                    // session lease and one more try answer this acquire definitely.
+                    return session
+                        .grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds()))
+                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false));
+                  }
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(
                     Session.unavailable(
                         "the acquire transaction for '" + request.leaseName() + "' failed", error));
               }
-              return answer(request, session, grant, response, mayReplace);
+              return answer(request, session, grant, response, mayReplace, mayRegrant);
             })
         .thenCompose(f -> f);
   }
@@ -154,7 +165,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session session,
       Session.Grant grant,
       TxnResponse response,
-      boolean mayReplace) {
+      boolean mayReplace,
+      boolean mayRegrant) {
     KeyValue record = firstKv(response);
     if (record == null) {
       return CompletableFuture.failedFuture(new LeaseException(LeaseException.Code.PROTOCOL,
@@ -178,7 +190,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
     // A tenure this holder gave up on: end it on its create revision, then acquire afresh.
     return deleteIf(record.getKey(), record.getCreateRevision(), record.getValue())
-        .thenCompose(ignored -> acquireWith(request, session, grant, false));
+        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant));
   }
 
   private AcquireResult granted(AcquireRequest request, Session.Grant grant, KeyValue record) {
