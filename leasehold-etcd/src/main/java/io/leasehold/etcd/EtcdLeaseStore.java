@@ -93,12 +93,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
    * Makes sure a session for {@code ttl} exists and keeps alive at least every heartbeat, and
    * starts granting its etcd lease if it has none, so that the first acquire finds it ready.
    */
-  void register(Duration ttl, Duration heartbeat, Duration timeout) {
+  CompletableFuture<Void> register(Duration ttl, Duration heartbeat, Duration timeout) {
     Session session =
         sessions.computeIfAbsent(
-            ttlSeconds(ttl), s -> new Session(s, heartbeat, client.getLeaseClient(), runtime, this));
-    session.useHeartbeat(heartbeat);
-    session.grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds())); // failures: the acquire retries
+            ttlSeconds(ttl),
+            s -> new Session(s, heartbeat, timeout, client.getLeaseClient(), runtime, this));
+    session.useSettings(heartbeat, timeout);
+    // Failures are left to the acquire, which asks again.
+    return session.grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds())).thenRun(() -> {});
   }
 
   String key(String leaseName) {
@@ -221,13 +223,22 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       return CompletableFuture.completedFuture(
           new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED, dead)));
     }
-    if (g.failures > 0) {
-      return CompletableFuture.failedFuture(Session.unavailable(
-          "the keep-alive of etcd lease " + Long.toHexString(g.id) + " failed " + g.failures
-              + " time(s) since its last success",
-          new IllegalStateException(g.lastFailure)));
+    if (g.failures == 0) {
+      return CompletableFuture.completedFuture(new RenewResult.Renewed(g.lastOkSentAt));
     }
-    return CompletableFuture.completedFuture(new RenewResult.Renewed(g.lastOkSentAt));
+    // Keep-alives are failing: answer with the next one's outcome, shared by every lease.
+    Session session = sessions.get(ttlSeconds(tenure.ttl()));
+    return session.nextKeepAlive(g).handle((sent, error) -> {
+      if (g.dead != null) {
+        return new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED, g.dead));
+      }
+      if (error != null) {
+        throw new java.util.concurrent.CompletionException(Session.unavailable(
+            "the keep-alive of etcd lease " + Long.toHexString(g.id) + " failed " + g.failures
+                + " time(s) since its last success", error));
+      }
+      return new RenewResult.Renewed(sent);
+    });
   }
 
   @Override

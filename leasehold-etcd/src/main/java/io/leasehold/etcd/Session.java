@@ -43,6 +43,7 @@ final class Session {
 
   // Guarded by lock.
   private long intervalNanos;
+  private long timeoutNanos;
   private Grant current;
   private CompletableFuture<Grant> granting;
   private Scheduler.Cancellable tick = Scheduler.Cancellable.NONE;
@@ -51,11 +52,13 @@ final class Session {
   Session(
       long ttlSeconds,
       Duration heartbeat,
+      Duration timeout,
       Lease leases,
       LeaseRuntime runtime,
       DeathListener onDeath) {
     this.ttlSeconds = ttlSeconds;
     this.intervalNanos = heartbeat.toNanos();
+    this.timeoutNanos = Math.min(heartbeat.toNanos(), timeout.toNanos());
     this.leases = leases;
     this.runtime = runtime;
     this.onDeath = onDeath;
@@ -65,10 +68,14 @@ final class Session {
     return ttlSeconds;
   }
 
-  /** A lease with a shorter heartbeat joined: keep alive at least that often. */
-  void useHeartbeat(Duration heartbeat) {
+  /**
+   * A lease joined: keep alive at least as often as its heartbeat, and give up on a keep-alive
+   * no later than its operation timeout (so that its retries see fresh answers).
+   */
+  void useSettings(Duration heartbeat, Duration timeout) {
     synchronized (lock) {
       intervalNanos = Math.min(intervalNanos, heartbeat.toNanos());
+      timeoutNanos = Math.min(timeoutNanos, Math.min(intervalNanos, timeout.toNanos()));
     }
   }
 
@@ -153,30 +160,52 @@ final class Session {
     return first && grant != null;
   }
 
-  /** One keep-alive of the current grant; schedules the next. Runs on the timer thread. */
+  /** The periodic keep-alive of the current grant; schedules the next. Runs on the timer thread. */
   private void keepAlive() {
     Grant g;
-    long interval;
     synchronized (lock) {
       g = current;
-      interval = intervalNanos;
       if (closed || g == null) {
         tick = Scheduler.Cancellable.NONE;
         return;
       }
-      tick = runtime.timers().schedule(this::keepAlive, interval);
-      if (g.inFlight) {
-        return; // the last one has not answered yet; its timeout counts it as failed
+      tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
+    }
+    send(g);
+  }
+
+  /**
+   * The outcome of the keep-alive of {@code g} in flight, or of one sent now if none is: the
+   * ticker reading when the keep-alive that succeeded was sent. While keep-alives fail, renewals
+   * wait on this instead of answering at once, so the first success reaches every lease at
+   * once. However many leases ask, at most one keep-alive is in flight.
+   */
+  CompletableFuture<Long> nextKeepAlive(Grant g) {
+    CompletableFuture<Long> outcome;
+    synchronized (lock) {
+      outcome = g.outcome;
+    }
+    send(g);
+    return outcome;
+  }
+
+  /** Sends one keep-alive of {@code g}, unless one is in flight. */
+  private void send(Grant g) {
+    long timeout;
+    synchronized (lock) {
+      if (closed || g.inFlight || g.dead != null) {
+        return;
       }
       g.inFlight = true;
+      timeout = timeoutNanos;
     }
     long sent = runtime.ticker().read();
     CompletableFuture<Void> done = new CompletableFuture<>();
     Scheduler.Cancellable timer =
         runtime.timers().schedule(
             () -> done.completeExceptionally(new LeaseTimeoutException(
-                "no answer within " + TimeUnit.NANOSECONDS.toMillis(interval) + " ms", null)),
-            interval);
+                "no answer within " + TimeUnit.NANOSECONDS.toMillis(timeout) + " ms", null)),
+            timeout);
     leases.keepAliveOnce(g.id).whenComplete((response, error) -> {
       timer.cancel();
       if (error != null) {
@@ -192,9 +221,13 @@ final class Session {
     return (ok, error) -> {
       String deathReason = null;
       int failures = 0;
+      CompletableFuture<Long> outcome;
       synchronized (lock) {
         g.inFlight = false;
+        outcome = g.outcome;
+        g.outcome = new CompletableFuture<>();
         if (g.dead != null) {
+          outcome.completeExceptionally(new IllegalStateException(g.dead));
           return;
         }
         if (error == null) {
@@ -216,6 +249,11 @@ final class Session {
           g.lastFailure = rootMessage(error);
           failures = g.failures;
         }
+      }
+      if (error == null) {
+        outcome.complete(sent);
+      } else {
+        outcome.completeExceptionally(error);
       }
       if (deathReason != null) {
         log.warn("{}; every lease held with it is lost", deathReason);
@@ -298,6 +336,8 @@ final class Session {
     volatile int failures;
     volatile String lastFailure;
     boolean inFlight; // guarded by Session.lock
+    /** Completes with the outcome of the keep-alive in flight or the next one; guarded by lock. */
+    CompletableFuture<Long> outcome = new CompletableFuture<>();
 
     Grant(long id, long sentAt) {
       this.id = id;

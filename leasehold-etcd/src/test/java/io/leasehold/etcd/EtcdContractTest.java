@@ -7,7 +7,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * The whole contract on a real single-member etcd (one per class), on real time with a 1 s TTL;
+ * The whole contract on a real single-member etcd (one per class), on real time with a 2 s TTL;
  * faults through a TCP proxy per contender.
  */
 class EtcdContractTest extends LeaseContractSuite {
