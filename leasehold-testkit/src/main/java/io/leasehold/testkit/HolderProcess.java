@@ -196,8 +196,8 @@ public final class HolderProcess implements AutoCloseable {
     try (LeaseBackend backend = LeaseBackend.open(args[0]);
         Lease lease = backend.newLease(SuiteSettings.forTtl(args[1], args[2], ttl).build())) {
       lease.onLost(lost -> emit("LOST " + lost.kind()));
-      while (!lease.acquire().get(ttl.toMillis() * 10, TimeUnit.MILLISECONDS)) {
-        Thread.onSpinWait(); // someone else holds it: ask again
+      while (!acquired(lease, ttl)) {
+        Thread.onSpinWait(); // someone else holds it, or the outcome is unknown: ask again
       }
       emit("HELD " + lease.fencingToken().orElseThrow());
       // Read the clock first, then ask: a true answer covers the instant read before it.
@@ -213,6 +213,19 @@ public final class HolderProcess implements AutoCloseable {
       emit("DEAD " + lastAlive);
       // Stay up so the parent can read LOST; it kills this process.
       new java.util.concurrent.CountDownLatch(1).await();
+    }
+  }
+
+  /**
+   * One acquire, as a contender loops on it: an exception means "unknown" (a cold JVM's first
+   * round trips to a network store can outlast the suite's short operation timeout), so ask again.
+   */
+  private static boolean acquired(Lease lease, Duration ttl) throws InterruptedException {
+    try {
+      return lease.acquire().get(ttl.toMillis() * 10, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      System.err.println("acquire failed, trying again: " + e.getCause());
+      return false;
     }
   }
 

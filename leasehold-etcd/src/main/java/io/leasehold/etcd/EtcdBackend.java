@@ -1,0 +1,168 @@
+package io.leasehold.etcd;
+
+import io.etcd.jetcd.Client;
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseSettings;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.OpenLeases;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The etcd v3 backend: leases are keys under {@code <namespace>/leases/<name>} (namespace {@code
+ * /leasehold} unless the URI says {@code ?namespace=/path}), attached to one etcd lease per TTL
+ * that this backend keeps alive once per heartbeat interval, however many leases it holds. The
+ * fencing token is the key's create revision.
+ *
+ * <p><b>TTL.</b> etcd lease TTLs are whole seconds: a lease's {@code ttl} must be at least 1 s and
+ * is rounded up to whole seconds for the store, which therefore keeps a record up to a second
+ * longer than the holder believes it has it, never shorter. etcd may raise a TTL to its own
+ * minimum (1.5 election timeouts, rounded up); the holder still stops at its own deadline.
+ *
+ * <p><b>Store failover.</b> A new etcd leader re-arms every lease to its full TTL, so a store
+ * failover never shortens a tenure; a holder whose keep-alives fail for longer than its safe
+ * window during the election loses the lease at its deadline, before anyone can take it over.
+ */
+public final class EtcdBackend implements LeaseBackend {
+
+  /** The shortest TTL an etcd lease can have. */
+  public static final Duration MIN_TTL = Duration.ofSeconds(1);
+
+  private final EtcdUri uri;
+  private final Client client;
+  private final LeaseRuntime runtime;
+  private final boolean ownsRuntime;
+  private final OpenLeases leases;
+  private final EtcdLeaseStore store;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final CompletableFuture<Void> connected;
+
+  private EtcdBackend(EtcdUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
+    this.uri = uri;
+    this.runtime = runtime;
+    this.ownsRuntime = ownsRuntime;
+    this.client = Client.builder().endpoints(uri.endpoints()).build();
+    this.leases = new OpenLeases(uri.canonical());
+    this.store = new EtcdLeaseStore(uri.canonical(), client, uri.namespace(), runtime, leases);
+    connected = store.ensureWatch(); // connect now, so the first acquire needs one round trip less
+  }
+
+  /**
+   * Opens a backend with its own timer and callback threads. Starts connecting to etcd (it reads
+   * the current revision and starts the watch) without waiting; an etcd that cannot be reached
+   * now makes the first acquires fail, not the open.
+   *
+   * @param uri {@code etcd://host:port[,host:port...][?namespace=/path]}
+   * @return the backend; the caller closes it
+   * @throws IllegalArgumentException if the URI is malformed (the message says which part)
+   */
+  public static EtcdBackend open(String uri) {
+    Objects.requireNonNull(uri, "uri");
+    EtcdUri parsed = EtcdUri.parse(uri);
+    return new EtcdBackend(parsed, LeaseRuntime.system("etcd"), true);
+  }
+
+  /**
+   * Opens a backend on a runtime the caller owns (tests freeze its timers to simulate a pause).
+   * Closing the backend leaves the runtime alone.
+   *
+   * @param uri {@code etcd://host:port[,host:port...][?namespace=/path]}
+   * @param runtime the clock and threads every lease and keep-alive of this backend runs on
+   * @return the backend; the caller closes it
+   * @throws IllegalArgumentException if the URI is malformed
+   */
+  public static EtcdBackend open(String uri, LeaseRuntime runtime) {
+    Objects.requireNonNull(uri, "uri");
+    Objects.requireNonNull(runtime, "runtime");
+    return new EtcdBackend(EtcdUri.parse(uri), runtime, false);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>etcd's limit: {@code ttl} at least {@link #MIN_TTL}; fractions of a second are rounded up
+   * for the store.
+   */
+  @Override
+  public Lease newLease(LeaseSettings settings) {
+    Objects.requireNonNull(settings, "settings");
+    if (settings.ttl().compareTo(MIN_TTL) < 0) {
+      throw new IllegalArgumentException(
+          "ttl must be at least 1 s on etcd (etcd lease TTLs are whole seconds; longer ones are"
+              + " rounded up); was " + settings.ttl().toMillis() + " ms");
+    }
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to make leases");
+    }
+    store.register(settings.ttl(), settings.heartbeatInterval(), settings.operationTimeout());
+    return leases.newLease(settings, store, runtime);
+  }
+
+  @Override
+  public String uri() {
+    return uri.canonical();
+  }
+
+  /**
+   * {@return completes once this backend first reached etcd and started its watch} Fails if the
+   * first attempt failed; acquires try again by themselves.
+   */
+  public CompletableFuture<Void> connected() {
+    return connected.copy();
+  }
+
+  /**
+   * For tests: makes the session of {@code settings.ttl()} and grants its etcd lease, as a
+   * process that has been up a while has, so that a first acquire is one round trip.
+   *
+   * @return completes once the session lease is granted
+   */
+  CompletableFuture<Void> warmUp(LeaseSettings settings) {
+    return store.register(settings.ttl(), settings.heartbeatInterval(), settings.operationTimeout());
+  }
+
+  /** {@return the etcd key that holds the record of lease {@code name}} */
+  public String keyOf(String name) {
+    return store.key(name);
+  }
+
+  /**
+   * Releases every lease, revokes the session leases, and disconnects. Idempotent.
+   */
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    leases.closeAll();
+    store.close(true, Duration.ofSeconds(1));
+    shutdown();
+  }
+
+  /**
+   * For tests: the process dies. No release, no revoke: the session leases and the keys on them
+   * stay in etcd until their TTL runs out.
+   */
+  void closeAbruptly() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    store.close(false, Duration.ZERO);
+    shutdown();
+  }
+
+  private void shutdown() {
+    client.close();
+    if (ownsRuntime) {
+      runtime.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "EtcdBackend{" + uri() + (closed.get() ? ", closed" : "") + '}';
+  }
+}

@@ -1,0 +1,21 @@
+package io.leasehold.etcd;
+
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseBackendProvider;
+
+/** Serves {@code etcd://host:port[,host:port...][?namespace=/path]}. */
+public final class EtcdBackendProvider implements LeaseBackendProvider {
+
+  /** Called by {@link java.util.ServiceLoader}. */
+  public EtcdBackendProvider() {}
+
+  @Override
+  public String scheme() {
+    return "etcd";
+  }
+
+  @Override
+  public LeaseBackend open(String uri) {
+    return EtcdBackend.open(uri);
+  }
+}

@@ -1,0 +1,347 @@
+package io.leasehold.etcd;
+
+import io.etcd.jetcd.Lease;
+import io.etcd.jetcd.common.exception.ErrorCode;
+import io.etcd.jetcd.common.exception.EtcdException;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.Scheduler;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The session of one TTL: one etcd lease that every held lease of this backend with that TTL is
+ * attached to, kept alive once per heartbeat interval however many leases use it. When the etcd
+ * lease is gone (expired or revoked in the store), a new one is granted for the next acquire.
+ *
+ * <p>Keep-alives run on the backend's timer thread, and their send times are read from its ticker,
+ * so a holder's deadline counts from when a successful keep-alive was <em>sent</em>. A failed
+ * keep-alive changes nothing but the failure count: it never extends anything.
+ */
+final class Session {
+
+  private static final Logger log = LoggerFactory.getLogger(Session.class);
+
+  /** Called when the store no longer has a grant: every tenure attached to it is gone. */
+  interface DeathListener {
+    void grantDied(Grant grant, String reason);
+  }
+
+  private final long ttlSeconds;
+  private final Lease leases;
+  private final LeaseRuntime runtime;
+  private final DeathListener onDeath;
+  private final Object lock = new Object();
+
+  // Guarded by lock.
+  private long intervalNanos;
+  private long timeoutNanos;
+  private Grant current;
+  private CompletableFuture<Grant> granting;
+  private Scheduler.Cancellable tick = Scheduler.Cancellable.NONE;
+  private boolean closed;
+
+  Session(
+      long ttlSeconds,
+      Duration heartbeat,
+      Duration timeout,
+      Lease leases,
+      LeaseRuntime runtime,
+      DeathListener onDeath) {
+    this.ttlSeconds = ttlSeconds;
+    this.intervalNanos = heartbeat.toNanos();
+    this.timeoutNanos = Math.min(heartbeat.toNanos(), timeout.toNanos());
+    this.leases = leases;
+    this.runtime = runtime;
+    this.onDeath = onDeath;
+  }
+
+  long ttlSeconds() {
+    return ttlSeconds;
+  }
+
+  /**
+   * A lease joined: keep alive at least as often as its heartbeat, and give up on a keep-alive
+   * no later than its operation timeout (so that its retries see fresh answers).
+   */
+  void useSettings(Duration heartbeat, Duration timeout) {
+    synchronized (lock) {
+      intervalNanos = Math.min(intervalNanos, heartbeat.toNanos());
+      timeoutNanos = Math.min(timeoutNanos, Math.min(intervalNanos, timeout.toNanos()));
+    }
+  }
+
+  /**
+   * The grant to attach a new key to: the current one if the store may still hold it, else a new
+   * one. Completes exceptionally if etcd cannot be reached.
+   *
+   * @param timeoutNanos how long a new grant may take
+   */
+  CompletableFuture<Grant> grant(long timeoutNanos) {
+    CompletableFuture<Grant> pending;
+    synchronized (lock) {
+      if (closed) {
+        return CompletableFuture.failedFuture(
+            new IllegalStateException("the etcd backend is closed"));
+      }
+      Grant g = current;
+      if (g != null && g.dead == null
+          && runtime.ticker().read() - g.lastOkSentAt < TimeUnit.SECONDS.toNanos(ttlSeconds)) {
+        return CompletableFuture.completedFuture(g);
+      }
+      if (granting != null) {
+        return granting;
+      }
+      pending = granting = new CompletableFuture<>();
+    }
+    long sent = runtime.ticker().read();
+    Scheduler.Cancellable timer =
+        runtime.timers().schedule(
+            () -> settleGrant(pending, null, new LeaseTimeoutException(
+                "etcd did not grant a lease of " + ttlSeconds + " s within "
+                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms", null)),
+            timeoutNanos);
+    leases.grant(ttlSeconds)
+        .whenComplete(
+            (response, error) -> {
+              timer.cancel();
+              if (error != null) {
+                settleGrant(pending, null, unavailable("granting an etcd lease failed", error));
+              } else if (response.getTTL() < ttlSeconds) {
+                settleGrant(pending, null, new LeaseException(LeaseException.Code.PROTOCOL,
+                    "etcd granted a lease of " + response.getTTL() + " s for a request of "
+                        + ttlSeconds + " s", null));
+              } else {
+                if (response.getTTL() > ttlSeconds) {
+                  log.info("etcd raised the lease TTL from {} s to its minimum of {} s; holders still"
+                      + " stop at their own, shorter, deadline", ttlSeconds, response.getTTL());
+                }
+                Grant g = new Grant(response.getID(), sent);
+                if (!settleGrant(pending, g, null)) {
+                  leases.revoke(g.id); // too late or closed: nobody uses it
+                }
+              }
+            });
+    return pending;
+  }
+
+  /** @return whether {@code grant} became the current grant */
+  private boolean settleGrant(CompletableFuture<Grant> pending, Grant grant, Throwable failure) {
+    boolean first;
+    synchronized (lock) {
+      first = granting == pending && !closed;
+      if (granting == pending) {
+        granting = null;
+      }
+      if (first && grant != null) {
+        current = grant;
+        if (tick == Scheduler.Cancellable.NONE) {
+          tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
+        }
+      }
+    }
+    if (grant != null && first) {
+      log.debug("Granted etcd lease {} with a TTL of {} s", Long.toHexString(grant.id), ttlSeconds);
+      pending.complete(grant);
+    } else if (failure != null) {
+      pending.completeExceptionally(failure);
+    } else {
+      pending.completeExceptionally(new LeaseStoreUnavailableException(
+          "the etcd backend closed while granting a lease", null));
+    }
+    return first && grant != null;
+  }
+
+  /** The periodic keep-alive of the current grant; schedules the next. Runs on the timer thread. */
+  private void keepAlive() {
+    Grant g;
+    synchronized (lock) {
+      g = current;
+      if (closed || g == null) {
+        tick = Scheduler.Cancellable.NONE;
+        return;
+      }
+      tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
+    }
+    send(g);
+  }
+
+  /**
+   * The outcome of the keep-alive of {@code g} in flight, or of one sent now if none is: the
+   * ticker reading when the keep-alive that succeeded was sent. While keep-alives fail, renewals
+   * wait on this instead of answering at once, so the first success reaches every lease at
+   * once. However many leases ask, at most one keep-alive is in flight.
+   */
+  CompletableFuture<Long> nextKeepAlive(Grant g) {
+    CompletableFuture<Long> outcome;
+    synchronized (lock) {
+      outcome = g.outcome;
+    }
+    send(g);
+    return outcome;
+  }
+
+  /** Sends one keep-alive of {@code g}, unless one is in flight. */
+  private void send(Grant g) {
+    long timeout;
+    synchronized (lock) {
+      if (closed || g.inFlight || g.dead != null) {
+        return;
+      }
+      g.inFlight = true;
+      timeout = timeoutNanos;
+    }
+    long sent = runtime.ticker().read();
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    Scheduler.Cancellable timer =
+        runtime.timers().schedule(
+            () -> done.completeExceptionally(new LeaseTimeoutException(
+                "no answer within " + TimeUnit.NANOSECONDS.toMillis(timeout) + " ms", null)),
+            timeout);
+    leases.keepAliveOnce(g.id).whenComplete((response, error) -> {
+      timer.cancel();
+      if (error != null) {
+        done.completeExceptionally(error);
+      } else {
+        done.complete(null);
+      }
+    });
+    done.whenComplete(keepAliveAnswered(g, sent));
+  }
+
+  private BiConsumer<Void, Throwable> keepAliveAnswered(Grant g, long sent) {
+    return (ok, error) -> {
+      String deathReason = null;
+      int failures = 0;
+      CompletableFuture<Long> outcome;
+      synchronized (lock) {
+        g.inFlight = false;
+        outcome = g.outcome;
+        g.outcome = new CompletableFuture<>();
+        if (g.dead != null) {
+          outcome.completeExceptionally(new IllegalStateException(g.dead));
+          return;
+        }
+        if (error == null) {
+          if (sent - g.lastOkSentAt > 0) {
+            g.lastOkSentAt = sent;
+          }
+          failures = g.failures;
+          g.failures = 0;
+          g.lastFailure = null;
+        } else if (isLeaseNotFound(error)) {
+          deathReason = "etcd lease " + Long.toHexString(g.id) + " (TTL " + ttlSeconds
+              + " s) no longer exists in etcd: it expired or was revoked there";
+          g.dead = deathReason;
+          if (current == g) {
+            current = null;
+          }
+        } else {
+          g.failures++;
+          g.lastFailure = rootMessage(error);
+          failures = g.failures;
+        }
+      }
+      if (error == null) {
+        outcome.complete(sent);
+      } else {
+        outcome.completeExceptionally(error);
+      }
+      if (deathReason != null) {
+        log.warn("{}; every lease held with it is lost", deathReason);
+        onDeath.grantDied(g, deathReason);
+      } else if (error == null && failures > 0) {
+        log.info("Keep-alive of etcd lease {} succeeded again after {} failure(s)",
+            Long.toHexString(g.id), failures);
+      } else if (error != null && failures == 1) {
+        log.warn("Keep-alive of etcd lease {} failed: {}; the leases held with it stay held only"
+                + " until their safe deadlines unless a keep-alive succeeds",
+            Long.toHexString(g.id), rootMessage(error));
+      }
+    };
+  }
+
+  /** The store reported the grant gone some other way (a put on it failed). */
+  void markDead(Grant g, String reason) {
+    synchronized (lock) {
+      if (g.dead != null) {
+        return;
+      }
+      g.dead = reason;
+      if (current == g) {
+        current = null;
+      }
+    }
+    log.warn("{}; every lease held with it is lost", reason);
+    onDeath.grantDied(g, reason);
+  }
+
+  /** Stops keeping alive; returns the grant to revoke, if any. */
+  Grant close() {
+    synchronized (lock) {
+      closed = true;
+      tick.cancel();
+      Grant g = current;
+      current = null;
+      return g;
+    }
+  }
+
+  static boolean isLeaseNotFound(Throwable error) {
+    for (Throwable e = error; e != null; e = e.getCause()) {
+      if (e instanceof EtcdException ee && ee.getErrorCode() == ErrorCode.NOT_FOUND) {
+        return true;
+      }
+      if (e.getMessage() != null && e.getMessage().contains("requested lease not found")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static LeaseStoreUnavailableException unavailable(String what, Throwable error) {
+    return new LeaseStoreUnavailableException(what + ": " + rootMessage(error), unwrap(error));
+  }
+
+  static Throwable unwrap(Throwable error) {
+    Throwable e = error;
+    while ((e instanceof CompletionException || e instanceof ExecutionException)
+        && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  static String rootMessage(Throwable error) {
+    Throwable e = unwrap(error);
+    return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+  }
+
+  /** One etcd lease as this backend uses it. */
+  static final class Grant {
+    final long id;
+    /** Ticker reading when the grant or the last successful keep-alive was sent. */
+    volatile long lastOkSentAt;
+    /** Why the store no longer has it, or null while it may. */
+    volatile String dead;
+    /** Keep-alives failed since the last success, and the last failure's message. */
+    volatile int failures;
+    volatile String lastFailure;
+    boolean inFlight; // guarded by Session.lock
+    /** Completes with the outcome of the keep-alive in flight or the next one; guarded by lock. */
+    CompletableFuture<Long> outcome = new CompletableFuture<>();
+
+    Grant(long id, long sentAt) {
+      this.id = id;
+      this.lastOkSentAt = sentAt;
+    }
+  }
+}
