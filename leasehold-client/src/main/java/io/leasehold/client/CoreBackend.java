@@ -36,7 +36,7 @@ public final class CoreBackend implements LeaseBackend {
     this.leases = new OpenLeases(uri);
     this.sessions =
         new Sessions(
-            client, runtime.ticker(), runtime.timers(), processName(), this::sessionEnded);
+            client, runtime.ticker(), runtime.timers(), processName(), attemptTimeout, this::sessionEnded);
     this.watch = new LeaseWatch(client, runtime.timers(), new Losses());
     this.store = new CoreLeaseStore(client, sessions, watch);
   }

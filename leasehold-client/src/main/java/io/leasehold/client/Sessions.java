@@ -63,7 +63,16 @@ final class Sessions implements AutoCloseable {
   private volatile boolean closed;
   private Scheduler.Cancellable nextTick;
 
-  Sessions(CoreClient client, Ticker ticker, Scheduler timers, String owner, LongConsumer onSessionEnded) {
+  private final long roundTimeoutNanos;
+
+  Sessions(
+      CoreClient client,
+      Ticker ticker,
+      Scheduler timers,
+      String owner,
+      Duration roundTimeout,
+      LongConsumer onSessionEnded) {
+    this.roundTimeoutNanos = roundTimeout.toNanos();
     this.client = client;
     this.ticker = ticker;
     this.timers = timers;
@@ -166,11 +175,32 @@ final class Sessions implements AutoCloseable {
           stream = client.keepAlive(new Responses());
         }
         stream.onNext(KeepAliveRequest.newBuilder().addAllSessionIds(ids).setSequence(seq).build());
+        // A node that cannot reach a leader may sit on the request: give up on it in time and
+        // try the next node, rather than wait for it while the holders' deadlines run out.
+        StreamObserver<KeepAliveRequest> sentOn = stream;
+        timers.schedule(() -> abandonIfUnanswered(seq, sentOn), roundTimeoutNanos);
       } catch (RuntimeException e) {
         log.debug("keep-alive send failed", e);
         stream = null;
       }
       nextTick = timers.schedule(this::round, interval);
+    }
+  }
+
+  private void abandonIfUnanswered(long seq, StreamObserver<KeepAliveRequest> sentOn) {
+    if (!sentAtBySequence.containsKey(seq)) {
+      return;
+    }
+    synchronized (streamLock) {
+      if (stream != sentOn) {
+        return; // that stream is already gone
+      }
+      log.debug("keep-alive round {} unanswered after {} ms; switching node", seq, roundTimeoutNanos / 1_000_000);
+      try {
+        sentOn.onError(new java.util.concurrent.TimeoutException("keep-alive unanswered"));
+      } catch (RuntimeException e) {
+        log.debug("cancelling keep-alive stream", e);
+      }
     }
   }
 

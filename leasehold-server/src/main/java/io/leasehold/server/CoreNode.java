@@ -152,7 +152,10 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
     RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, config.snapshotEvery());
     RaftServerConfigKeys.Snapshot.setRetentionFileNum(p, 2);
+    // Purge the log up to each snapshot, even past a follower that lags: that follower is sent
+    // the snapshot instead, so a node that was down long catches up in one transfer.
     RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(p, true);
+    RaftServerConfigKeys.Log.setPurgeGap(p, (int) Math.min(config.snapshotEvery(), 1024));
     RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(config.logSegmentBytes()));
     return p;
   }
@@ -248,9 +251,26 @@ public final class CoreNode implements AutoCloseable {
     }
   }
 
+  /**
+   * Reads a key from this node's own replica, without asking the leader: possibly stale, for
+   * diagnostics and tests of replication. Clients read through {@code Get}, which is linearizable.
+   *
+   * @param key the key
+   * @return the key as this replica has it
+   */
+  public java.util.Optional<io.leasehold.core.proto.KeyValue> localRead(String key) {
+    var kvs = stateMachine.state().get(io.leasehold.core.proto.GetRequest.newBuilder().setKey(key).build()).getKvsList();
+    return kvs.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(kvs.get(0));
+  }
+
   /** {@return this node's replica of the state, for tests and status} */
   CoreState state() {
     return stateMachine.state();
+  }
+
+  /** {@return the log index of the last snapshot this node loaded (at start or installed); -1 if none} */
+  public long loadedSnapshotIndex() {
+    return stateMachine.loadedSnapshotIndex();
   }
 
   /** {@return the number of snapshot files in the data directory} */

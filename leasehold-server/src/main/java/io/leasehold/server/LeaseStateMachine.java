@@ -30,6 +30,7 @@ import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.MD5FileUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,10 +49,16 @@ final class LeaseStateMachine extends BaseStateMachine {
   private final WatchHub watches;
   private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
   private volatile RaftServer.Division division;
+  private volatile long loadedSnapshotIndex = -1;
 
   LeaseStateMachine(SessionKeeper keeper, WatchHub watches) {
     this.keeper = keeper;
     this.watches = watches;
+  }
+
+  /** {@return the log index of the last snapshot loaded (at start, or installed from the leader)} */
+  long loadedSnapshotIndex() {
+    return loadedSnapshotIndex;
   }
 
   CoreState state() {
@@ -64,13 +71,20 @@ final class LeaseStateMachine extends BaseStateMachine {
     super.initialize(server, groupId, raftStorage);
     division = server.getDivision(groupId);
     storage.init(raftStorage);
-    loadLatestSnapshot();
+    getLifeCycle().startAndTransition(this::loadLatestSnapshot, IOException.class);
+  }
+
+  /** Ratis pauses the state machine before it installs a snapshot from the leader. */
+  @Override
+  public void pause() {
+    getLifeCycle().transition(LifeCycle.State.PAUSING);
+    getLifeCycle().transition(LifeCycle.State.PAUSED);
   }
 
   @Override
   public void reinitialize() throws IOException {
     // A snapshot was installed from the leader: it replaces everything.
-    loadLatestSnapshot();
+    getLifeCycle().startAndTransition(this::loadLatestSnapshot, IOException.class);
   }
 
   @Override
@@ -92,6 +106,7 @@ final class LeaseStateMachine extends BaseStateMachine {
       state.readSnapshot(in);
     }
     setLastAppliedTermIndex(snapshot.getTermIndex());
+    loadedSnapshotIndex = snapshot.getIndex();
     keeper.reset(state.sessionTtls());
     watches.reset(state.revision());
     log.info(
