@@ -4,6 +4,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.ProcessGate;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
@@ -42,9 +43,7 @@ public final class MemoryBackend implements LeaseBackend {
     this.store = store;
     this.name = name;
     this.threads = clock != null ? LeaseRuntime.of(clock, clock, clock) : LeaseRuntime.system(name);
-    this.runtime =
-        LeaseRuntime.of(
-            threads.ticker(), gate.timers(threads.timers()), gate.callbacks(threads.callbacks()));
+    this.runtime = gate.wrap(threads);
     this.leases = new OpenLeases(name);
     this.link = new Link(store, leases, runtime.timers());
   }

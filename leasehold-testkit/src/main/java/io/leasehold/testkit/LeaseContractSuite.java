@@ -731,14 +731,7 @@ public abstract class LeaseContractSuite {
    * @return a builder a test may adjust further
    */
   protected final LeaseSettings.Builder settings(String name, String owner) {
-    return LeaseSettings.builder(name, owner)
-        .ttl(ttl)
-        .heartbeatInterval(ttl.dividedBy(4))
-        .operationTimeout(ttl.dividedBy(5))
-        .retryInterval(ttl.dividedBy(20))
-        .safetyMargin(ttl.dividedBy(5))
-        .maxClockDrift(0.01)
-        .acquireRetries(0);
+    return SuiteSettings.forTtl(name, owner, ttl);
   }
 
   private Contender contender() {

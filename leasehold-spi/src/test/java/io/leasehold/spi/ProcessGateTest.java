@@ -1,9 +1,7 @@
-package io.leasehold.memory;
+package io.leasehold.spi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.leasehold.spi.Scheduler;
-import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
