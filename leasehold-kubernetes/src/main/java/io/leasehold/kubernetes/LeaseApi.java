@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.client.http.HttpResponse;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
 import java.net.HttpURLConnection;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -73,29 +74,40 @@ final class LeaseApi {
   }
 
   CompletableFuture<Reply> get(String name, Duration timeout) {
-    return send(request(collection + '/' + name, timeout), "read", name);
+    return send(timeout, request(collection + '/' + name, timeout), "read", name);
   }
 
   CompletableFuture<Reply> create(Lease lease, Duration timeout) {
     return send(
-        request(collection, timeout).post(JSON, json.asJson(lease)), "create", name(lease));
+        timeout, request(collection, timeout).post(JSON, json.asJson(lease)), "create", name(lease));
   }
 
   /** A PUT: applied only if the object's {@code resourceVersion} still is the one in {@code lease}. */
   CompletableFuture<Reply> replace(Lease lease, Duration timeout) {
     String name = name(lease);
     return send(
-        request(collection + '/' + name, timeout).put(JSON, json.asJson(lease)), "update", name);
+        timeout,
+        request(collection + '/' + name, timeout).put(JSON, json.asJson(lease)),
+        "update",
+        name);
   }
 
   private HttpRequest.Builder request(String uri, Duration timeout) {
     return http.newHttpRequestBuilder()
         .uri(uri)
         .header("Accept", JSON)
-        .timeout(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+        .timeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  private CompletableFuture<Reply> send(HttpRequest.Builder request, String what, String name) {
+  private CompletableFuture<Reply> send(
+      Duration timeout, HttpRequest.Builder request, String what, String name) {
+    if (timeout.toMillis() <= 0) {
+      return CompletableFuture.failedFuture(
+          new LeaseTimeoutException(
+              "no time left to " + what + " Lease " + namespace + "/" + name
+                  + " within the operation timeout; not sent",
+              null));
+    }
     CompletableFuture<Reply> reply = new CompletableFuture<>();
     CompletableFuture<HttpResponse<String>> sent;
     try {

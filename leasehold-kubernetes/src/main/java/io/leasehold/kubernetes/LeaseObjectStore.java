@@ -60,11 +60,14 @@ final class LeaseObjectStore implements LeaseStore {
   /** How often a release or renewal re-reads and retries after a conflict that left us holding. */
   private static final int CONFLICT_RETRIES = 3;
 
+  /** How often one acquire attempt re-reads and writes again after losing a race to itself. */
+  private static final int MAX_RACES = 2;
+
   private final LeaseApi api;
   private final String objectName;
   private final String leaseName;
   private final int durationSeconds;
-  private final Duration timeout;
+  private final long timeoutNanos;
   private final Ticker ticker;
   private final Clock wallClock;
 
@@ -81,9 +84,7 @@ final class LeaseObjectStore implements LeaseStore {
     this.objectName = objectName;
     this.leaseName = settings.name();
     this.durationSeconds = leaseDurationSeconds(settings.ttl());
-    // A little over the engine's own timeout, so the engine reports its timeout, and the HTTP
-    // client still lets go of a request that a partition holds back.
-    this.timeout = settings.operationTimeout().plusMillis(50);
+    this.timeoutNanos = settings.operationTimeout().toNanos();
     this.ticker = ticker;
     this.wallClock = wallClock;
   }
@@ -103,13 +104,16 @@ final class LeaseObjectStore implements LeaseStore {
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
-    return api.get(objectName, timeout).thenCompose(reply -> decide(request, reply));
+    Deadline deadline = deadline();
+    return api.get(objectName, deadline.left())
+        .thenCompose(reply -> decide(request, reply, deadline));
   }
 
-  private CompletableFuture<AcquireResult> decide(AcquireRequest request, LeaseApi.Reply reply) {
+  private CompletableFuture<AcquireResult> decide(
+      AcquireRequest request, LeaseApi.Reply reply, Deadline deadline) {
     long seenAt = ticker.read();
     if (reply.notFound()) {
-      return create(request);
+      return create(request, deadline);
     }
     if (!reply.ok()) {
       return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(""));
@@ -122,12 +126,13 @@ final class LeaseObjectStore implements LeaseStore {
       long requestOnRecord = requestIdOf(current);
       if (requestOnRecord == request.requestId()) {
         // A retry of this acquire() call whose reply was lost: the tenure is already ours.
-        return write(renewed(current), request, transitions(spec));
+        return write(renewed(current), request, transitions(spec), deadline, 0);
       }
       if (requestOnRecord > request.requestId()) {
         return heldElsewhere(holder); // this request is a late copy of an older call
       }
-      return take(request, current); // a tenure this holder gave up on: a new one, a new token
+      // A tenure this holder gave up on: a new one, with a new token.
+      return take(request, current, deadline, 0);
     }
     if (!holder.isEmpty() && !waitedOut(current, spec, seenAt)) {
       return heldElsewhere(holder);
@@ -137,7 +142,7 @@ final class LeaseObjectStore implements LeaseStore {
           "Lease {}/{} ('{}'): taking over from {}, whose record has not changed for {} s",
           api.namespace(), objectName, leaseName, holder, foreignDuration(spec));
     }
-    return take(request, current);
+    return take(request, current, deadline, 0);
   }
 
   /**
@@ -161,7 +166,7 @@ final class LeaseObjectStore implements LeaseStore {
     return d != null && d > 0 ? d : durationSeconds;
   }
 
-  private CompletableFuture<AcquireResult> create(AcquireRequest request) {
+  private CompletableFuture<AcquireResult> create(AcquireRequest request, Deadline deadline) {
     ZonedDateTime now = now();
     Map<String, String> annotations = new HashMap<>();
     annotations.put(LEASE_NAME_ANNOTATION, leaseName);
@@ -182,19 +187,21 @@ final class LeaseObjectStore implements LeaseStore {
             .withLeaseTransitions(0) // as client-go creates it: the first tenure's token is 0
             .endSpec()
             .build();
-    return api.create(fresh, timeout)
+    return api.create(fresh, deadline.left())
         .thenCompose(
             reply -> {
               if (reply.ok()) {
                 lastWritten = reply.lease();
                 return acquired(0, request);
               }
-              return recheck(request); // 409: someone created it first (maybe our own lost reply)
+              // 409: someone created it first, maybe an abandoned attempt of ours
+              return recheck(request, deadline, 0);
             });
   }
 
   /** Takes {@code current} for a new tenure: a greater {@code leaseTransitions}, on its version. */
-  private CompletableFuture<AcquireResult> take(AcquireRequest request, Lease current) {
+  private CompletableFuture<AcquireResult> take(
+      AcquireRequest request, Lease current, Deadline deadline, int races) {
     ZonedDateTime now = now();
     LeaseSpec old = spec(current);
     int token = transitions(old) + 1;
@@ -212,18 +219,20 @@ final class LeaseObjectStore implements LeaseStore {
             .withLeaseTransitions(token)
             .endSpec()
             .build();
-    return write(next, request, token);
+    return write(next, request, token, deadline, races);
   }
 
-  private CompletableFuture<AcquireResult> write(Lease next, AcquireRequest request, int token) {
-    return api.replace(next, timeout)
+  private CompletableFuture<AcquireResult> write(
+      Lease next, AcquireRequest request, int token, Deadline deadline, int races) {
+    return api.replace(next, deadline.left())
         .thenCompose(
             reply -> {
               if (reply.ok()) {
                 lastWritten = reply.lease();
                 return acquired(token, request);
               }
-              return recheck(request); // 409: another write won; 404: deleted meanwhile
+              // 409: another write won; 404: deleted meanwhile
+              return recheck(request, deadline, races);
             });
   }
 
@@ -231,21 +240,29 @@ final class LeaseObjectStore implements LeaseStore {
    * After a lost race: reads once more. Ours under this very request means an earlier reply was
    * lost (or the HTTP layer retried); anything else is another holder's.
    */
-  private CompletableFuture<AcquireResult> recheck(AcquireRequest request) {
-    return api.get(objectName, timeout)
+  private CompletableFuture<AcquireResult> recheck(AcquireRequest request, Deadline deadline, int races) {
+    return api.get(objectName, deadline.left())
         .thenCompose(
             reply -> {
-              if (reply.ok()) {
-                LeaseSpec spec = spec(reply.lease());
-                String holder = holderOf(spec);
-                if (holder.equals(request.holder().toString())
-                    && requestIdOf(reply.lease()) == request.requestId()) {
-                  lastWritten = reply.lease();
-                  return acquired(transitions(spec), request);
-                }
+              if (!reply.ok()) {
+                return heldElsewhere("");
+              }
+              Lease current = reply.lease();
+              LeaseSpec spec = spec(current);
+              String holder = holderOf(spec);
+              if (!holder.equals(request.holder().toString())) {
                 return heldElsewhere(holder);
               }
-              return heldElsewhere("");
+              long onRecord = requestIdOf(current);
+              if (onRecord == request.requestId()) {
+                lastWritten = current;
+                return acquired(transitions(spec), request);
+              }
+              if (onRecord < request.requestId() && races < MAX_RACES) {
+                // Our own older attempt, abandoned but still in flight, wrote first: replace it.
+                return take(request, current, deadline, races + 1);
+              }
+              return heldElsewhere(holder);
             });
   }
 
@@ -263,16 +280,18 @@ final class LeaseObjectStore implements LeaseStore {
 
   @Override
   public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    Deadline deadline = deadline();
     Lease base = lastWritten;
     if (base == null || !holds(base, tenure)) {
-      return api.get(objectName, timeout).thenCompose(r -> renewFrom(r, tenure, sentAtNanos, 0));
+      return api.get(objectName, deadline.left())
+          .thenCompose(r -> renewFrom(r, tenure, sentAtNanos, deadline, 0));
     }
-    return renewOn(base, tenure, sentAtNanos, 0);
+    return renewOn(base, tenure, sentAtNanos, deadline, 0);
   }
 
   private CompletableFuture<RenewResult> renewOn(
-      Lease base, Tenure tenure, long sentAtNanos, int conflicts) {
-    return api.replace(renewed(base), timeout)
+      Lease base, Tenure tenure, long sentAtNanos, Deadline deadline, int conflicts) {
+    return api.replace(renewed(base), deadline.left())
         .thenCompose(
             reply -> {
               if (reply.ok()) {
@@ -283,13 +302,13 @@ final class LeaseObjectStore implements LeaseStore {
                 return CompletableFuture.completedFuture(deleted(tenure));
               }
               // 409: the object changed since our last write. Whose is it now?
-              return api.get(objectName, timeout)
-                  .thenCompose(r -> renewFrom(r, tenure, sentAtNanos, conflicts + 1));
+              return api.get(objectName, deadline.left())
+                  .thenCompose(r -> renewFrom(r, tenure, sentAtNanos, deadline, conflicts + 1));
             });
   }
 
   private CompletableFuture<RenewResult> renewFrom(
-      LeaseApi.Reply reply, Tenure tenure, long sentAtNanos, int conflicts) {
+      LeaseApi.Reply reply, Tenure tenure, long sentAtNanos, Deadline deadline, int conflicts) {
     if (!reply.ok()) {
       return CompletableFuture.completedFuture(deleted(tenure));
     }
@@ -306,7 +325,7 @@ final class LeaseObjectStore implements LeaseStore {
                   + " times with other writes to the object",
               null));
     }
-    return renewOn(current, tenure, sentAtNanos, conflicts);
+    return renewOn(current, tenure, sentAtNanos, deadline, conflicts);
   }
 
   private RenewResult deleted(Tenure tenure) {
@@ -342,14 +361,17 @@ final class LeaseObjectStore implements LeaseStore {
 
   @Override
   public CompletableFuture<Void> release(Tenure tenure) {
+    Deadline deadline = deadline();
     Lease base = lastWritten;
     if (base == null || !holds(base, tenure)) {
-      return api.get(objectName, timeout).thenCompose(r -> releaseFrom(r, tenure, 0));
+      return api.get(objectName, deadline.left())
+          .thenCompose(r -> releaseFrom(r, tenure, deadline, 0));
     }
-    return releaseOn(base, tenure, 0);
+    return releaseOn(base, tenure, deadline, 0);
   }
 
-  private CompletableFuture<Void> releaseFrom(LeaseApi.Reply reply, Tenure tenure, int conflicts) {
+  private CompletableFuture<Void> releaseFrom(
+      LeaseApi.Reply reply, Tenure tenure, Deadline deadline, int conflicts) {
     if (!reply.ok() || !holds(reply.lease(), tenure)) {
       return CompletableFuture.completedFuture(null); // not ours (any more): nothing to release
     }
@@ -361,11 +383,12 @@ final class LeaseObjectStore implements LeaseStore {
                   + " times with other writes to the object",
               null));
     }
-    return releaseOn(reply.lease(), tenure, conflicts);
+    return releaseOn(reply.lease(), tenure, deadline, conflicts);
   }
 
   /** As client-go releases: no holder, a one-second duration, the same leaseTransitions. */
-  private CompletableFuture<Void> releaseOn(Lease base, Tenure tenure, int conflicts) {
+  private CompletableFuture<Void> releaseOn(
+      Lease base, Tenure tenure, Deadline deadline, int conflicts) {
     ZonedDateTime now = now();
     Lease released =
         new LeaseBuilder(base)
@@ -376,19 +399,41 @@ final class LeaseObjectStore implements LeaseStore {
             .withRenewTime(now)
             .endSpec()
             .build();
-    return api.replace(released, timeout)
+    return api.replace(released, deadline.left())
         .thenCompose(
             reply -> {
               if (reply.ok() || reply.notFound()) {
                 lastWritten = null;
                 return CompletableFuture.<Void>completedFuture(null);
               }
-              return api.get(objectName, timeout)
-                  .thenCompose(r -> releaseFrom(r, tenure, conflicts + 1));
+              return api.get(objectName, deadline.left())
+                  .thenCompose(r -> releaseFrom(r, tenure, deadline, conflicts + 1));
             });
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  /**
+   * One operation's deadline: the engine's operation timeout from its start. Every request of
+   * the operation gets only the time left, and once none is left nothing more is sent, so an
+   * attempt the engine has given up on does not go on writing.
+   */
+  private Deadline deadline() {
+    return new Deadline(ticker.read() + timeoutNanos);
+  }
+
+  private final class Deadline {
+    private final long atNanos;
+
+    Deadline(long atNanos) {
+      this.atNanos = atNanos;
+    }
+
+    /** {@return the time left; zero or less means none, and the API then sends nothing} */
+    Duration left() {
+      return Duration.ofNanos(atNanos - ticker.read());
+    }
+  }
 
   /** Whether {@code lease} records exactly {@code tenure}: its holder and its token. */
   private static boolean holds(Lease lease, Tenure tenure) {
