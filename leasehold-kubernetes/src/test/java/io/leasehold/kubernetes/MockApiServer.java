@@ -64,8 +64,14 @@ final class MockApiServer implements AutoCloseable {
    * kubeconfig and leaves retries to the lease engine.
    */
   static KubernetesClient client(InetSocketAddress address) {
+    return client(address, 10_000);
+  }
+
+  /** As {@link #client(InetSocketAddress)}, with blocking calls giving up after {@code requestTimeoutMillis}. */
+  static KubernetesClient client(InetSocketAddress address, int requestTimeoutMillis) {
     Config config =
         new ConfigBuilder(Config.empty())
+            .withRequestTimeout(requestTimeoutMillis)
             .withMasterUrl("http://" + address.getHostString() + ":" + address.getPort() + "/")
             .withNamespace(NAMESPACE)
             .withRequestRetryBackoffLimit(0)
