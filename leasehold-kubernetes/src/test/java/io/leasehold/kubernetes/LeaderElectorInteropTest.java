@@ -21,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
@@ -44,7 +45,13 @@ import org.junit.jupiter.api.Timeout;
 class LeaderElectorInteropTest {
 
   private static final String NAME = "interop";
-  private static final Duration LEASEHOLD_TTL = Duration.ofSeconds(2);
+  /**
+   * Both sides get generous timings (4 s leases): on a loaded two-core machine a stall of a second
+   * is common, and either side then rightly gives up, which would end the scenario early.
+   */
+  private static final Duration LEASEHOLD_TTL = Duration.ofSeconds(4);
+
+  private static final Duration WATCH = Duration.ofSeconds(6);
 
   private final KubernetesFixture fixture = new KubernetesFixture();
   private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
@@ -76,7 +83,7 @@ class LeaderElectorInteropTest {
     // 1. fabric8 leads first; Leasehold keeps trying and never gets it while fabric8 renews.
     Elector first = startElector("fabric8-pod-1");
     await("fabric8-pod-1 leads", first::leading);
-    keepTrying(lease, Duration.ofSeconds(7)); // more than twice fabric8's lease duration
+    keepTrying(lease, WATCH); // one and a half of fabric8's lease durations
     assertThat(lease.checkAlive()).as("Leasehold while fabric8 renews").isFalse();
 
     // 2. fabric8 is cut off: it steps down on its own, and Leasehold takes over afterwards.
@@ -87,8 +94,8 @@ class LeaderElectorInteropTest {
 
     // 3. A fresh fabric8 elector never leads while Leasehold renews...
     Elector second = startElector("fabric8-pod-2");
-    long until = System.nanoTime() + Duration.ofSeconds(7).toNanos();
-    await("seven seconds of Leasehold renewing", () -> System.nanoTime() - until >= 0);
+    long until = System.nanoTime() + WATCH.toNanos();
+    await("Leasehold renewing for " + WATCH, () -> System.nanoTime() - until >= 0);
     assertThat(second.leading()).as("fabric8 while Leasehold renews").isFalse();
     assertThat(lease.checkAlive()).isTrue();
 
@@ -129,7 +136,7 @@ class LeaderElectorInteropTest {
                 if (alive) {
                   leaseholdLed.incrementAndGet();
                 }
-                Thread.onSpinWait();
+                LockSupport.parkNanos(100_000); // leave the CPU to the two sides
               }
             },
             "interop-checker");
@@ -141,16 +148,18 @@ class LeaderElectorInteropTest {
   /** One fabric8 elector with its own client behind its own proxy. */
   private Elector startElector(String identity) {
     TcpProxy proxy = TcpProxy.start(fixture.server().address());
-    // Blocking calls give up after 200 ms, so a cut-off elector reaches its renew deadline.
-    KubernetesClient client = MockApiServer.client(proxy.address(), 200);
+    // Blocking calls give up after 500 ms, so a cut-off elector reaches its renew deadline: it
+    // steps down at most renewDeadline + retryPeriod + one call after its last renewal, 2.75 s,
+    // well before its 4 s lease duration lets anyone take over.
+    KubernetesClient client = MockApiServer.client(proxy.address(), 500);
     ExecutorService threads = Executors.newFixedThreadPool(2);
     Elector e = new Elector(proxy);
     LeaderElectionConfig config =
         new LeaderElectionConfig(
             new LeaseLock(MockApiServer.NAMESPACE, NAME, identity),
-            Duration.ofSeconds(3),
-            Duration.ofSeconds(1),
-            Duration.ofMillis(200),
+            Duration.ofSeconds(4),
+            Duration.ofSeconds(2),
+            Duration.ofMillis(250),
             new LeaderCallbacks(() -> e.set(true), () -> e.set(false), leader -> {}),
             false,
             identity);
