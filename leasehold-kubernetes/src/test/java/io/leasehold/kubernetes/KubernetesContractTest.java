@@ -5,7 +5,7 @@ import io.leasehold.testkit.LeaseContractSuite;
 
 /**
  * The whole contract on the Kubernetes backend against fabric8's mock API server in CRUD mode, on
- * real time with a 2 s TTL, each contender behind its own TCP proxy.
+ * real time with a 3 s TTL (see KubernetesFixture#ttl), each contender behind its own TCP proxy.
  */
 class KubernetesContractTest extends LeaseContractSuite {
   @Override
