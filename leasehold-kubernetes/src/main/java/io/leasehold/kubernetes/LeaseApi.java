@@ -1,0 +1,182 @@
+package io.leasehold.kubernetes;
+
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.http.HttpClient;
+import io.fabric8.kubernetes.client.http.HttpRequest;
+import io.fabric8.kubernetes.client.http.HttpResponse;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
+import java.net.HttpURLConnection;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The three calls the backend makes on Lease objects — get, create, replace — sent without
+ * blocking through the fabric8 client's HTTP client, so they carry its authentication (service
+ * account token, kubeconfig credentials) and TLS settings.
+ *
+ * <p>The fabric8 DSL only offers blocking calls; a partitioned API server would tie up one thread
+ * per pending call. Replies are handed to {@code replies} (the backend's timer thread), so the
+ * lease logic never runs on the HTTP client's threads.
+ */
+final class LeaseApi {
+
+  private static final Logger log = LoggerFactory.getLogger(LeaseApi.class);
+  private static final String JSON = "application/json";
+
+  private final HttpClient http;
+  private final KubernetesSerialization json;
+  private final String collection;
+  private final String namespace;
+  private final Executor replies;
+
+  LeaseApi(KubernetesClient client, String namespace, Executor replies) {
+    this.http = client.getHttpClient();
+    this.json = client.getKubernetesSerialization();
+    this.namespace = namespace;
+    String master = client.getMasterUrl().toString();
+    this.collection =
+        (master.endsWith("/") ? master : master + "/")
+            + "apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases";
+    this.replies = replies;
+  }
+
+  String namespace() {
+    return namespace;
+  }
+
+  /**
+   * An answer of the API server that the lease logic acts on: the object (on 200 and 201), or
+   * 404 Not Found, or 409 Conflict. Every other status fails the future.
+   *
+   * @param code the HTTP status
+   * @param lease the object the server returned, or {@code null} on 404 and 409
+   */
+  record Reply(int code, Lease lease) {
+    boolean ok() {
+      return lease != null;
+    }
+
+    boolean notFound() {
+      return code == HttpURLConnection.HTTP_NOT_FOUND;
+    }
+
+    boolean conflict() {
+      return code == HttpURLConnection.HTTP_CONFLICT;
+    }
+  }
+
+  CompletableFuture<Reply> get(String name, Duration timeout) {
+    return send(timeout, request(collection + '/' + name, timeout), "read", name);
+  }
+
+  CompletableFuture<Reply> create(Lease lease, Duration timeout) {
+    return send(
+        timeout, request(collection, timeout).post(JSON, json.asJson(lease)), "create", name(lease));
+  }
+
+  /** A PUT: applied only if the object's {@code resourceVersion} still is the one in {@code lease}. */
+  CompletableFuture<Reply> replace(Lease lease, Duration timeout) {
+    String name = name(lease);
+    return send(
+        timeout,
+        request(collection + '/' + name, timeout).put(JSON, json.asJson(lease)),
+        "update",
+        name);
+  }
+
+  private HttpRequest.Builder request(String uri, Duration timeout) {
+    return http.newHttpRequestBuilder()
+        .uri(uri)
+        .header("Accept", JSON)
+        .timeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private CompletableFuture<Reply> send(
+      Duration timeout, HttpRequest.Builder request, String what, String name) {
+    if (timeout.toMillis() <= 0) {
+      return CompletableFuture.failedFuture(
+          new LeaseTimeoutException(
+              "no time left to " + what + " Lease " + namespace + "/" + name
+                  + " within the operation timeout; not sent",
+              null));
+    }
+    CompletableFuture<Reply> reply = new CompletableFuture<>();
+    CompletableFuture<HttpResponse<String>> sent;
+    try {
+      sent = http.sendAsync(request.build(), String.class);
+    } catch (RuntimeException e) {
+      sent = CompletableFuture.failedFuture(e);
+    }
+    sent.whenComplete(
+        (response, error) ->
+            replies.execute(
+                () -> {
+                  try {
+                    reply.complete(interpret(response, error, what, name));
+                  } catch (RuntimeException e) {
+                    reply.completeExceptionally(e);
+                  }
+                }));
+    return reply;
+  }
+
+  private Reply interpret(HttpResponse<String> response, Throwable error, String what, String name) {
+    if (error != null) {
+      throw new LeaseStoreUnavailableException(
+          "could not " + what + " Lease " + namespace + "/" + name + ": " + error, error);
+    }
+    int code = response.code();
+    switch (code) {
+      case HttpURLConnection.HTTP_OK, HttpURLConnection.HTTP_CREATED -> {
+        Lease lease = parse(response.body(), what, name);
+        return new Reply(code, lease);
+      }
+      case HttpURLConnection.HTTP_NOT_FOUND, HttpURLConnection.HTTP_CONFLICT -> {
+        return new Reply(code, null);
+      }
+      case HttpURLConnection.HTTP_UNAUTHORIZED, HttpURLConnection.HTTP_FORBIDDEN -> {
+        log.error(
+            "The API server refused to {} Lease {}/{} (HTTP {}): the service account needs get,"
+                + " create and update on leases.coordination.k8s.io in namespace {}; see"
+                + " docs/kubernetes-rbac.yaml. Server said: {}",
+            what, namespace, name, code, namespace, response.body());
+        throw new LeaseStoreUnavailableException(
+            "the API server refused to " + what + " Lease " + namespace + "/" + name + " (HTTP "
+                + code + "); check the RBAC rules of the service account",
+            null);
+      }
+      default -> throw new LeaseStoreUnavailableException(
+          "could not " + what + " Lease " + namespace + "/" + name + ": HTTP " + code + " "
+              + response.body(),
+          null);
+    }
+  }
+
+  private Lease parse(String body, String what, String name) {
+    try {
+      Lease lease = json.unmarshal(body, Lease.class);
+      if (lease == null || lease.getMetadata() == null) {
+        throw new IllegalArgumentException("no object in the reply");
+      }
+      return lease;
+    } catch (RuntimeException e) {
+      throw new LeaseException(
+          LeaseException.Code.PROTOCOL,
+          "the API server answered the " + what + " of Lease " + namespace + "/" + name
+              + " with something that is not a Lease: " + e.getMessage(),
+          e);
+    }
+  }
+
+  private static String name(Lease lease) {
+    return lease.getMetadata().getName();
+  }
+}

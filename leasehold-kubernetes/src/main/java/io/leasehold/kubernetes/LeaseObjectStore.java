@@ -1,0 +1,486 @@
+package io.leasehold.kubernetes;
+
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseLost;
+import io.leasehold.LeaseSettings;
+import io.leasehold.Ticker;
+import io.leasehold.spi.AcquireRequest;
+import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.LeaseStore;
+import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Tenure;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.temporal.ChronoUnit;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The store operations of one lease object on one Kubernetes Lease object.
+ *
+ * <p>Every write is a create or a replace on the {@code resourceVersion} last read, so the API
+ * server applies it only if nothing changed in between; a 409 Conflict means another write won.
+ * The spec is written as client-go's {@code LeaseLock} writes it: {@code holderIdentity} (the
+ * {@link io.leasehold.HolderId} as {@code owner#incarnation}), {@code leaseDurationSeconds}, {@code
+ * acquireTime}, {@code renewTime} (wall-clock time, for humans and client-go, never compared with
+ * any clock by Leasehold) and {@code leaseTransitions}, which is the fencing token.
+ *
+ * <p><b>Expiry.</b> A record held by someone else is taken over only after this object has itself
+ * seen the same {@code resourceVersion} for {@code leaseDurationSeconds} of the record, on its own
+ * monotonic ticker, counted from the first reply that showed it — as client-go does. The holder
+ * writes each renewal before that reply can show it, and its local safe deadline is shorter than
+ * its TTL, so it stops before anyone may take over.
+ *
+ * <p>One instance per {@link io.leasehold.Lease} object: the observation of a foreign record
+ * belongs to this contender. Its methods run on the backend's timer thread (the API's replies are
+ * handed there) and on the threads that call the engine.
+ */
+final class LeaseObjectStore implements LeaseStore {
+
+  private static final Logger log = LoggerFactory.getLogger(LeaseObjectStore.class);
+
+  /** The lease name as the application gave it; the object name may be a mapped form of it. */
+  static final String LEASE_NAME_ANNOTATION = "leasehold.io/lease-name";
+
+  /**
+   * Which {@code acquire()} call of the holder wrote the current tenure, so a retry whose reply
+   * was lost finds its own tenure, and a late copy of an older call changes nothing.
+   */
+  static final String REQUEST_ANNOTATION = "leasehold.io/acquire-request";
+
+  /** How often a release or renewal re-reads and retries after a conflict that left us holding. */
+  private static final int CONFLICT_RETRIES = 3;
+
+  /** How often one acquire attempt re-reads and writes again after losing a race to itself. */
+  private static final int MAX_RACES = 2;
+
+  private final LeaseApi api;
+  private final String objectName;
+  private final String leaseName;
+  private final int durationSeconds;
+  private final long timeoutNanos;
+  private final Ticker ticker;
+  private final Clock wallClock;
+
+  // Guarded by this: the foreign record this contender is waiting out.
+  private String observedVersion;
+  private long observedAtNanos;
+
+  /** Our latest write that the server confirmed: the base of the next conditional write. */
+  private volatile Lease lastWritten;
+
+  LeaseObjectStore(
+      LeaseApi api, String objectName, LeaseSettings settings, Ticker ticker, Clock wallClock) {
+    this.api = api;
+    this.objectName = objectName;
+    this.leaseName = settings.name();
+    this.durationSeconds = leaseDurationSeconds(settings.ttl());
+    this.timeoutNanos = settings.operationTimeout().toNanos();
+    this.ticker = ticker;
+    this.wallClock = wallClock;
+  }
+
+  /** Kubernetes keeps whole seconds: the TTL rounded up, so the store never keeps less. */
+  static int leaseDurationSeconds(Duration ttl) {
+    long seconds = ttl.getSeconds() + (ttl.getNano() > 0 ? 1 : 0);
+    return (int) Math.min(Integer.MAX_VALUE, seconds);
+  }
+
+  String objectName() {
+    return objectName;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Acquire.
+
+  @Override
+  public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
+    Deadline deadline = deadline();
+    return api.get(objectName, deadline.left())
+        .thenCompose(reply -> decide(request, reply, deadline));
+  }
+
+  private CompletableFuture<AcquireResult> decide(
+      AcquireRequest request, LeaseApi.Reply reply, Deadline deadline) {
+    long seenAt = ticker.read();
+    if (reply.notFound()) {
+      return create(request, deadline);
+    }
+    if (!reply.ok()) {
+      return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(""));
+    }
+    Lease current = reply.lease();
+    LeaseSpec spec = spec(current);
+    String holder = holderOf(spec);
+    String us = request.holder().toString();
+    if (holder.equals(us)) {
+      long requestOnRecord = requestIdOf(current);
+      if (requestOnRecord == request.requestId()) {
+        // A retry of this acquire() call whose reply was lost: the tenure is already ours.
+        return write(renewed(current), request, transitions(spec), deadline, 0);
+      }
+      if (requestOnRecord > request.requestId()) {
+        return heldElsewhere(holder); // this request is a late copy of an older call
+      }
+      // A tenure this holder gave up on: a new one, with a new token.
+      return take(request, current, deadline, 0);
+    }
+    if (!holder.isEmpty() && !waitedOut(current, spec, seenAt)) {
+      return heldElsewhere(holder);
+    }
+    if (!holder.isEmpty()) {
+      log.info(
+          "Lease {}/{} ('{}'): taking over from {}, whose record has not changed for {} s",
+          api.namespace(), objectName, leaseName, holder, foreignDuration(spec));
+    }
+    return take(request, current, deadline, 0);
+  }
+
+  /**
+   * Whether this contender has seen {@code current} unchanged for the record's own lease
+   * duration, on its monotonic clock. The clock starts at the first reply that showed this
+   * {@code resourceVersion}: the write that made it happened before that reply was sent.
+   */
+  private synchronized boolean waitedOut(Lease current, LeaseSpec spec, long seenAt) {
+    String version = current.getMetadata().getResourceVersion();
+    if (version == null || !version.equals(observedVersion)) {
+      observedVersion = version;
+      observedAtNanos = seenAt;
+      return false;
+    }
+    return seenAt - observedAtNanos >= Duration.ofSeconds(foreignDuration(spec)).toNanos();
+  }
+
+  /** The record's own duration; our TTL if it has none (a record client-go would never write). */
+  private int foreignDuration(LeaseSpec spec) {
+    Integer d = spec.getLeaseDurationSeconds();
+    return d != null && d > 0 ? d : durationSeconds;
+  }
+
+  private CompletableFuture<AcquireResult> create(AcquireRequest request, Deadline deadline) {
+    ZonedDateTime now = now();
+    Map<String, String> annotations = new HashMap<>();
+    annotations.put(LEASE_NAME_ANNOTATION, leaseName);
+    annotations.put(REQUEST_ANNOTATION, Long.toString(request.requestId()));
+    Lease fresh =
+        new LeaseBuilder()
+            .withMetadata(
+                new ObjectMetaBuilder()
+                    .withName(objectName)
+                    .withNamespace(api.namespace())
+                    .withAnnotations(annotations)
+                    .build())
+            .withNewSpec()
+            .withHolderIdentity(request.holder().toString())
+            .withLeaseDurationSeconds(durationSeconds)
+            .withAcquireTime(now)
+            .withRenewTime(now)
+            .withLeaseTransitions(0) // as client-go creates it: the first tenure's token is 0
+            .endSpec()
+            .build();
+    return api.create(fresh, deadline.left())
+        .thenCompose(
+            reply -> {
+              if (reply.ok()) {
+                lastWritten = reply.lease();
+                return acquired(0, request);
+              }
+              // 409: someone created it first, maybe an abandoned attempt of ours
+              return recheck(request, deadline, 0);
+            });
+  }
+
+  /** Takes {@code current} for a new tenure: a greater {@code leaseTransitions}, on its version. */
+  private CompletableFuture<AcquireResult> take(
+      AcquireRequest request, Lease current, Deadline deadline, int races) {
+    ZonedDateTime now = now();
+    LeaseSpec old = spec(current);
+    int token = transitions(old) + 1;
+    Lease next =
+        new LeaseBuilder(current)
+            .editMetadata()
+            .addToAnnotations(REQUEST_ANNOTATION, Long.toString(request.requestId()))
+            .addToAnnotations(LEASE_NAME_ANNOTATION, leaseName)
+            .endMetadata()
+            .withNewSpec()
+            .withHolderIdentity(request.holder().toString())
+            .withLeaseDurationSeconds(durationSeconds)
+            .withAcquireTime(now)
+            .withRenewTime(now)
+            .withLeaseTransitions(token)
+            .endSpec()
+            .build();
+    return write(next, request, token, deadline, races);
+  }
+
+  private CompletableFuture<AcquireResult> write(
+      Lease next, AcquireRequest request, int token, Deadline deadline, int races) {
+    return api.replace(next, deadline.left())
+        .thenCompose(
+            reply -> {
+              if (reply.ok()) {
+                lastWritten = reply.lease();
+                return acquired(token, request);
+              }
+              // 409: another write won; 404: deleted meanwhile
+              return recheck(request, deadline, races);
+            });
+  }
+
+  /**
+   * After a lost race: reads once more. Ours under this very request means an earlier reply was
+   * lost (or the HTTP layer retried); anything else is another holder's.
+   */
+  private CompletableFuture<AcquireResult> recheck(AcquireRequest request, Deadline deadline, int races) {
+    return api.get(objectName, deadline.left())
+        .thenCompose(
+            reply -> {
+              if (!reply.ok()) {
+                return heldElsewhere("");
+              }
+              Lease current = reply.lease();
+              LeaseSpec spec = spec(current);
+              String holder = holderOf(spec);
+              if (!holder.equals(request.holder().toString())) {
+                return heldElsewhere(holder);
+              }
+              long onRecord = requestIdOf(current);
+              if (onRecord == request.requestId()) {
+                lastWritten = current;
+                return acquired(transitions(spec), request);
+              }
+              if (onRecord < request.requestId() && races < MAX_RACES) {
+                // Our own older attempt, abandoned but still in flight, wrote first: replace it.
+                return take(request, current, deadline, races + 1);
+              }
+              return heldElsewhere(holder);
+            });
+  }
+
+  private static CompletableFuture<AcquireResult> acquired(int token, AcquireRequest request) {
+    return CompletableFuture.completedFuture(
+        new AcquireResult.Acquired(token, request.sentAtNanos()));
+  }
+
+  private static CompletableFuture<AcquireResult> heldElsewhere(String holder) {
+    return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(holder));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Renew.
+
+  @Override
+  public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    Deadline deadline = deadline();
+    Lease base = lastWritten;
+    if (base == null || !holds(base, tenure)) {
+      return api.get(objectName, deadline.left())
+          .thenCompose(r -> renewFrom(r, tenure, sentAtNanos, deadline, 0));
+    }
+    return renewOn(base, tenure, sentAtNanos, deadline, 0);
+  }
+
+  private CompletableFuture<RenewResult> renewOn(
+      Lease base, Tenure tenure, long sentAtNanos, Deadline deadline, int conflicts) {
+    return api.replace(renewed(base), deadline.left())
+        .thenCompose(
+            reply -> {
+              if (reply.ok()) {
+                lastWritten = reply.lease();
+                return CompletableFuture.completedFuture(new RenewResult.Renewed(sentAtNanos));
+              }
+              if (reply.notFound()) {
+                return CompletableFuture.completedFuture(deleted(tenure));
+              }
+              // 409: the object changed since our last write. Whose is it now?
+              return api.get(objectName, deadline.left())
+                  .thenCompose(r -> renewFrom(r, tenure, sentAtNanos, deadline, conflicts + 1));
+            });
+  }
+
+  private CompletableFuture<RenewResult> renewFrom(
+      LeaseApi.Reply reply, Tenure tenure, long sentAtNanos, Deadline deadline, int conflicts) {
+    if (!reply.ok()) {
+      return CompletableFuture.completedFuture(deleted(tenure));
+    }
+    Lease current = reply.lease();
+    if (!holds(current, tenure)) {
+      return CompletableFuture.completedFuture(new RenewResult.Lost(lossOf(current, tenure)));
+    }
+    if (conflicts > CONFLICT_RETRIES) {
+      // Still ours, but every write loses a race with someone else's edits: unknown, retry later.
+      return CompletableFuture.failedFuture(
+          new LeaseException(
+              LeaseException.Code.UNAVAILABLE,
+              "renewing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
+                  + " times with other writes to the object",
+              null));
+    }
+    return renewOn(current, tenure, sentAtNanos, deadline, conflicts);
+  }
+
+  private RenewResult deleted(Tenure tenure) {
+    return new RenewResult.Lost(
+        new LeaseLost(
+            LeaseLost.Kind.REVOKED,
+            "Lease " + api.namespace() + "/" + objectName + " ('" + leaseName + "', token "
+                + tenure.token() + ") no longer exists: it was deleted"));
+  }
+
+  private LeaseLost lossOf(Lease current, Tenure tenure) {
+    LeaseSpec spec = spec(current);
+    String holder = holderOf(spec);
+    String where = "Lease " + api.namespace() + "/" + objectName + " ('" + leaseName + "')";
+    if (holder.isEmpty()) {
+      return new LeaseLost(
+          LeaseLost.Kind.REVOKED,
+          where + " was released by someone else while token " + tenure.token() + " held it");
+    }
+    if (holder.equals(tenure.holder().toString())) {
+      return new LeaseLost(
+          LeaseLost.Kind.REVOKED,
+          where + ": tenure " + tenure.token() + " was replaced by tenure " + transitions(spec)
+              + " of the same holder");
+    }
+    return new LeaseLost(
+        LeaseLost.Kind.TAKEN_OVER,
+        where + " is now held by " + holder + " (leaseTransitions " + transitions(spec) + ")");
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Release.
+
+  @Override
+  public CompletableFuture<Void> release(Tenure tenure) {
+    Deadline deadline = deadline();
+    Lease base = lastWritten;
+    if (base == null || !holds(base, tenure)) {
+      return api.get(objectName, deadline.left())
+          .thenCompose(r -> releaseFrom(r, tenure, deadline, 0));
+    }
+    return releaseOn(base, tenure, deadline, 0);
+  }
+
+  private CompletableFuture<Void> releaseFrom(
+      LeaseApi.Reply reply, Tenure tenure, Deadline deadline, int conflicts) {
+    if (!reply.ok() || !holds(reply.lease(), tenure)) {
+      return CompletableFuture.completedFuture(null); // not ours (any more): nothing to release
+    }
+    if (conflicts > CONFLICT_RETRIES) {
+      return CompletableFuture.failedFuture(
+          new LeaseException(
+              LeaseException.Code.UNAVAILABLE,
+              "releasing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
+                  + " times with other writes to the object",
+              null));
+    }
+    return releaseOn(reply.lease(), tenure, deadline, conflicts);
+  }
+
+  /** As client-go releases: no holder, a one-second duration, the same leaseTransitions. */
+  private CompletableFuture<Void> releaseOn(
+      Lease base, Tenure tenure, Deadline deadline, int conflicts) {
+    ZonedDateTime now = now();
+    Lease released =
+        new LeaseBuilder(base)
+            .editSpec()
+            .withHolderIdentity("")
+            .withLeaseDurationSeconds(1)
+            .withAcquireTime(now)
+            .withRenewTime(now)
+            .endSpec()
+            .build();
+    return api.replace(released, deadline.left())
+        .thenCompose(
+            reply -> {
+              if (reply.ok() || reply.notFound()) {
+                lastWritten = null;
+                return CompletableFuture.<Void>completedFuture(null);
+              }
+              return api.get(objectName, deadline.left())
+                  .thenCompose(r -> releaseFrom(r, tenure, deadline, conflicts + 1));
+            });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * One operation's deadline: the engine's operation timeout from its start. Every request of
+   * the operation gets only the time left, and once none is left nothing more is sent, so an
+   * attempt the engine has given up on does not go on writing.
+   */
+  private Deadline deadline() {
+    return new Deadline(ticker.read() + timeoutNanos);
+  }
+
+  private final class Deadline {
+    private final long atNanos;
+
+    Deadline(long atNanos) {
+      this.atNanos = atNanos;
+    }
+
+    /** {@return the time left; zero or less means none, and the API then sends nothing} */
+    Duration left() {
+      return Duration.ofNanos(atNanos - ticker.read());
+    }
+  }
+
+  /** Whether {@code lease} records exactly {@code tenure}: its holder and its token. */
+  private static boolean holds(Lease lease, Tenure tenure) {
+    LeaseSpec spec = spec(lease);
+    return holderOf(spec).equals(tenure.holder().toString())
+        && transitions(spec) == tenure.token();
+  }
+
+  private Lease renewed(Lease base) {
+    return new LeaseBuilder(base)
+        .editSpec()
+        .withRenewTime(now())
+        .withLeaseDurationSeconds(durationSeconds)
+        .endSpec()
+        .build();
+  }
+
+  private ZonedDateTime now() {
+    // MicroTime: the API server keeps microseconds.
+    return ZonedDateTime.now(wallClock).truncatedTo(ChronoUnit.MICROS);
+  }
+
+  private static LeaseSpec spec(Lease lease) {
+    LeaseSpec spec = lease.getSpec();
+    return spec != null ? spec : new LeaseSpec();
+  }
+
+  private static String holderOf(LeaseSpec spec) {
+    String holder = spec.getHolderIdentity();
+    return holder == null ? "" : holder;
+  }
+
+  private static int transitions(LeaseSpec spec) {
+    Integer t = spec.getLeaseTransitions();
+    return t == null ? 0 : t;
+  }
+
+  private static long requestIdOf(Lease lease) {
+    ObjectMeta meta = lease.getMetadata();
+    String value = meta.getAnnotations() == null ? null : meta.getAnnotations().get(REQUEST_ANNOTATION);
+    if (value == null) {
+      return Long.MIN_VALUE;
+    }
+    try {
+      return Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      return Long.MIN_VALUE;
+    }
+  }
+}

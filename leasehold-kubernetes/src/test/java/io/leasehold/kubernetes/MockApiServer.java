@@ -1,0 +1,118 @@
+package io.leasehold.kubernetes;
+
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMixedDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import io.fabric8.mockwebserver.ServerRequest;
+import io.fabric8.mockwebserver.ServerResponse;
+import java.net.InetSocketAddress;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Queue;
+
+/**
+ * fabric8's mock API server in CRUD mode (what {@code @EnableKubernetesMockClient(crud = true)}
+ * starts), over plain HTTP on loopback: it stores objects, bumps {@code resourceVersion} on every
+ * change and answers a write on a stale {@code resourceVersion} with 409, as an API server does.
+ * No real API server can run on this machine; this is the one backend tested against a mock.
+ */
+final class MockApiServer implements AutoCloseable {
+
+  static final String NAMESPACE = "test";
+
+  /**
+   * One JSON mapper for every client of the tests, warmed up once: building Jackson's
+   * serializers for Lease takes longer than the suite's 200 ms operation timeout on a cold JVM.
+   */
+  private static final KubernetesSerialization SERIALIZATION = warmedUp(new KubernetesSerialization());
+
+
+  private final KubernetesMockServer server;
+  private final KubernetesClient admin;
+
+  MockApiServer() {
+    Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
+    server =
+        new KubernetesMockServer(
+            new Context(), new MockWebServer(), responses, new KubernetesMixedDispatcher(responses), false);
+    server.init();
+    admin = client(address());
+    // The server's first create and update are slow on a cold JVM (far over a 400 ms operation
+    // timeout under load): pay for them here, not in the first lease operation of a test.
+    Lease warm = admin.resource(warmUpLease()).create();
+    admin.resource(new LeaseBuilder(warm).editSpec().withHolderIdentity("w").endSpec().build()).update();
+  }
+
+  /** {@return where the server listens} */
+  InetSocketAddress address() {
+    return new InetSocketAddress(server.getHostName(), server.getPort());
+  }
+
+  /** {@return a client straight to the server, for the test's own reads and writes} */
+  KubernetesClient admin() {
+    return admin;
+  }
+
+  /**
+   * A client for {@code address} (the server, or a proxy in front of it) that reads no
+   * kubeconfig and leaves retries to the lease engine.
+   */
+  static KubernetesClient client(InetSocketAddress address) {
+    return client(address, 10_000);
+  }
+
+  /** As {@link #client(InetSocketAddress)}, with blocking calls giving up after {@code requestTimeoutMillis}. */
+  static KubernetesClient client(InetSocketAddress address, int requestTimeoutMillis) {
+    Config config =
+        new ConfigBuilder(Config.empty())
+            .withRequestTimeout(requestTimeoutMillis)
+            .withMasterUrl("http://" + address.getHostString() + ":" + address.getPort() + "/")
+            .withNamespace(NAMESPACE)
+            .withRequestRetryBackoffLimit(0)
+            .withHttp2Disable(true)
+            .build();
+    return new KubernetesClientBuilder()
+        .withConfig(config)
+        .withKubernetesSerialization(SERIALIZATION)
+        .build();
+  }
+
+  private static KubernetesSerialization warmedUp(KubernetesSerialization json) {
+    json.unmarshal(json.asJson(warmUpLease()), Lease.class);
+    return json;
+  }
+
+  private static Lease warmUpLease() {
+    ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+    return new LeaseBuilder()
+            .withNewMetadata()
+            .withName("warm-up")
+            .withNamespace(NAMESPACE)
+            .addToAnnotations("a", "b")
+            .endMetadata()
+            .withNewSpec()
+            .withHolderIdentity("h")
+            .withLeaseDurationSeconds(1)
+            .withAcquireTime(now)
+            .withRenewTime(now)
+            .withLeaseTransitions(0)
+            .endSpec()
+            .build();
+  }
+
+  @Override
+  public void close() {
+    admin.close();
+    server.destroy();
+  }
+}
