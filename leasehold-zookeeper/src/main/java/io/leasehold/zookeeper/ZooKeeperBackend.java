@@ -26,6 +26,10 @@ import org.slf4j.LoggerFactory;
  * maxSessionTimeout} cut the session timeout down. Set the TTL equal to the session timeout: a
  * shorter TTL is safe, but a crashed holder's lease is freed only after the session timeout.
  *
+ * <p>Opening waits up to one session timeout for the first connection, so that the first acquire
+ * does not race the session's set-up; if the ensemble cannot be reached by then, it returns
+ * anyway and keeps trying, and acquires fail until it is connected.
+ *
  * <p>Open it with {@link LeaseBackend#open(String)}: {@code
  * zookeeper://host:2181[,host:2181...][/chroot][?sessionTimeout=15s]}. Leases live under {@code
  * /leasehold/leases} below the chroot.
@@ -61,6 +65,22 @@ public final class ZooKeeperBackend implements LeaseBackend {
     this.store = new ZooKeeperLeaseStore(client, uri.toString(), runtime, leases);
     client.getConnectionStateListenable().addListener((c, state) -> store.stateChanged(state));
     client.start();
+    // The first acquire should not have to race the session's set-up.
+    if (!store.awaitSession(uri.sessionTimeout().toNanos())) {
+      log.warn(
+          "{} is not connected to ZooKeeper after {} ms; it keeps trying, and leases can be"
+              + " acquired once it is connected", uri, sessionMillis);
+    }
+  }
+
+  /**
+   * Waits until this backend has a live ZooKeeper session.
+   *
+   * @param patience how long at most
+   * @return whether it has one
+   */
+  boolean awaitConnected(Duration patience) {
+    return store.awaitSession(patience.toNanos());
   }
 
   /** Opens a backend on its own threads; the provider's way. */

@@ -224,6 +224,24 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     return f;
   }
 
+  /**
+   * Waits for a live session.
+   *
+   * @param patienceNanos how long at most
+   * @return whether there is one
+   */
+  boolean awaitSession(long patienceNanos) {
+    try {
+      session(patienceNanos).get();
+      return true;
+    } catch (java.util.concurrent.ExecutionException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   void close() {
     List<CompletableFuture<ZooKeeper>> stranded;
     synchronized (lock) {
@@ -330,6 +348,10 @@ final class ZooKeeperLeaseStore implements LeaseStore {
           (rc, p, ctx, name) -> {
             if (rc == Code.OK.intValue() || rc == Code.NODEEXISTS.intValue()) {
               done.complete(null);
+            } else if (rc == Code.NONODE.intValue() && path.equals(ZNodes.ROOT)) {
+              done.completeExceptionally(new LeaseStoreUnavailableException(
+                  "the chroot of " + backendName + " does not exist in ZooKeeper; create it"
+                      + " first (ZooKeeper does not create a client's chroot)", null));
             } else {
               done.completeExceptionally(unavailable(rc, "creating " + path));
             }
