@@ -114,6 +114,15 @@ public final class ZooKeeperBackend implements LeaseBackend {
     return leases.newLease(settings, store, runtime);
   }
 
+  /** {@return the current ZooKeeper handle, for tests that look at the session} */
+  org.apache.zookeeper.ZooKeeper zooKeeper() {
+    try {
+      return client.getZookeeperClient().getZooKeeper();
+    } catch (Exception e) {
+      throw new IllegalStateException("no ZooKeeper handle", e);
+    }
+  }
+
   @Override
   public String uri() {
     return uri.toString();

@@ -319,27 +319,38 @@ final class ZooKeeperLeaseStore implements LeaseStore {
         if (rc == Code.OK.intValue()) {
           tryCreate(stat.getVersion());
         } else if (rc == Code.NONODE.intValue()) {
-          createLeaseNode(ZNodes.ROOT, ZNodes.LEASES, leaseNode);
+          createLeaseNode();
         } else {
           fail(rc, "reading the lease node");
         }
       }, null);
     }
 
-    /** Creates the persistent path down to the lease node (any of it may exist already). */
-    private void createLeaseNode(String... path) {
-      CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
-      for (String p : path) {
-        byte[] data = p.equals(leaseNode) ? nameBytes() : new byte[0];
-        chain = chain.thenCompose(ignored -> createPersistent(p, data));
-      }
-      chain.whenComplete((ok, e) -> {
-        if (e != null) {
-          fail(e);
-        } else {
-          readLeaseNode();
-        }
-      });
+    /**
+     * Creates the lease node (version 0), and its parents first if they are missing too. Someone
+     * else may create or change it meanwhile; the acquire transaction checks the version anyway.
+     */
+    private void createLeaseNode() {
+      zk.create(leaseNode, nameBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+          (rc, p, ctx, name) -> {
+            if (rc == Code.OK.intValue()) {
+              tryCreate(0);
+            } else if (rc == Code.NODEEXISTS.intValue()) {
+              readLeaseNode();
+            } else if (rc == Code.NONODE.intValue()) {
+              createPersistent(ZNodes.ROOT, new byte[0])
+                  .thenCompose(ignored -> createPersistent(ZNodes.LEASES, new byte[0]))
+                  .whenComplete((ok, e) -> {
+                    if (e != null) {
+                      fail(e);
+                    } else {
+                      readLeaseNode();
+                    }
+                  });
+            } else {
+              fail(rc, "creating the lease node");
+            }
+          }, null);
     }
 
     private CompletableFuture<Void> createPersistent(String path, byte[] data) {
