@@ -114,6 +114,11 @@ public final class ZooKeeperBackend implements LeaseBackend {
     return leases.newLease(settings, store, runtime);
   }
 
+  /** {@return the store operations, for tests that call them request by request} */
+  ZooKeeperLeaseStore store() {
+    return store;
+  }
+
   /** {@return the current ZooKeeper handle, for tests that look at the session} */
   org.apache.zookeeper.ZooKeeper zooKeeper() {
     try {
