@@ -1,0 +1,98 @@
+package io.leasehold.zookeeper;
+
+import io.leasehold.HolderId;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+/**
+ * Where leases live in ZooKeeper, and what their znodes hold.
+ *
+ * <ul>
+ *   <li>{@code /leasehold/leases/<encoded name>}: a persistent <em>lease node</em>, one per lease
+ *       name ever used. Its data is the lease name; its data version counts tenures, because every
+ *       new tenure rewrites it in the same transaction that creates the holder node.</li>
+ *   <li>{@code /leasehold/leases/<encoded name>/holder}: the ephemeral <em>holder node</em> of the
+ *       current tenure, owned by the holder's session. Its czxid is the fencing token.</li>
+ * </ul>
+ */
+final class ZNodes {
+
+  static final String ROOT = "/leasehold";
+  static final String LEASES = ROOT + "/leases";
+  private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+  private ZNodes() {}
+
+  /**
+   * Encodes a lease name as one znode name, collision-free: ASCII letters, digits, {@code -} and
+   * {@code _} stand for themselves; every other character is percent-encoded as its UTF-8 bytes
+   * ({@code %2E} for a dot, {@code %25} for a percent sign). Distinct names give distinct znode
+   * names, and none is {@code .}, {@code ..} or contains {@code /}.
+   */
+  static String encode(String leaseName) {
+    StringBuilder out = new StringBuilder(leaseName.length() + 8);
+    for (byte b : leaseName.getBytes(StandardCharsets.UTF_8)) {
+      int c = b & 0xff;
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+          || c == '-' || c == '_') {
+        out.append((char) c);
+      } else {
+        out.append('%').append(HEX[c >> 4]).append(HEX[c & 0xf]);
+      }
+    }
+    return out.toString();
+  }
+
+  static String leaseNode(String leaseName) {
+    return LEASES + "/" + encode(leaseName);
+  }
+
+  static String holderNode(String leaseName) {
+    return leaseNode(leaseName) + "/holder";
+  }
+
+  /**
+   * What a holder node holds: who, which acquire call, and the lease node's data version that the
+   * creating transaction left ({@code generation}), which a release checks so that it can never
+   * delete a later tenure's node.
+   */
+  record HolderRecord(HolderId holder, long requestId, int generation) {
+
+    byte[] toBytes() {
+      return ("holder=" + holder + "\nrequest=" + requestId + "\ngeneration=" + generation + "\n")
+          .getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Parses what {@link #toBytes()} wrote; empty for anything else (not a Leasehold node). */
+    static Optional<HolderRecord> parse(byte[] data) {
+      if (data == null) {
+        return Optional.empty();
+      }
+      String holder = null;
+      Long request = null;
+      Integer generation = null;
+      try {
+        // Owner names have no control characters, so a newline always ends a field.
+        for (String line : new String(data, StandardCharsets.UTF_8).split("\n")) {
+          int eq = line.indexOf('=');
+          if (eq < 0) {
+            continue;
+          }
+          String value = line.substring(eq + 1);
+          switch (line.substring(0, eq)) {
+            case "holder" -> holder = value;
+            case "request" -> request = Long.parseLong(value);
+            case "generation" -> generation = Integer.parseInt(value);
+            default -> { }
+          }
+        }
+        if (holder == null || request == null || generation == null) {
+          return Optional.empty();
+        }
+        return Optional.of(new HolderRecord(HolderId.parse(holder), request, generation));
+      } catch (IllegalArgumentException e) {
+        return Optional.empty();
+      }
+    }
+  }
+}

@@ -1,0 +1,734 @@
+package io.leasehold.zookeeper;
+
+import io.leasehold.HolderId;
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseLost;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.Ticker;
+import io.leasehold.spi.AcquireRequest;
+import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.LeaseStore;
+import io.leasehold.spi.ManagedLease;
+import io.leasehold.spi.OpenLeases;
+import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
+import io.leasehold.spi.Tenure;
+import io.leasehold.zookeeper.ZNodes.HolderRecord;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.OpResult;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The three lease operations on ZooKeeper, for {@link ManagedLease}.
+ *
+ * <p><b>Session.</b> Curator keeps one ZooKeeper session for the whole backend; every holder node
+ * is an ephemeral node of that session, so the ensemble deletes them all when the session expires,
+ * and keeping the session alive keeps them all: heartbeat traffic does not grow with the number of
+ * leases. The operations below go straight to the session's {@link ZooKeeper} handle, not through
+ * Curator's retry loops, so that this class always knows which session an answer came from; the
+ * engine does the retrying.
+ *
+ * <p><b>Acquire</b> is one multi-op transaction: rewrite the lease node on the data version just
+ * read, and create the ephemeral holder node. The data version therefore counts tenures, and a
+ * release is a transaction that checks it ("no tenure began since mine") before deleting: a late
+ * or repeated release can never delete a newer holder's node, even one created at the same path
+ * with the same node version. The fencing token is the transaction's zxid, which is the holder
+ * node's czxid.
+ *
+ * <p><b>Renew</b> is answered from the session, not per lease: a round trip on the session (a
+ * cheap {@code exists}, shared by every renewal within a twentieth of the TTL) proves the session
+ * was alive when the request reached the server, and ZooKeeper measures session expiry from the
+ * last request it received. So the server keeps every node of the session at least a session
+ * timeout after the probe was <em>sent</em>; the probe's send time is the renewal's {@code
+ * validFrom}, and since the session timeout is at least the lease's TTL (checked when the lease
+ * is made and when the session is negotiated), the holder's deadline, {@code validFrom + TTL ×
+ * (1 − drift) − margin}, always falls before the server may delete the node. While Curator reports
+ * the connection {@code SUSPENDED}, renewals fail at once: nothing extends a deadline, which runs
+ * on. {@code LOST}, a new session, or the holder node deleted or replaced (a watch on it) end the
+ * tenure at once.
+ *
+ * <p><b>Orphans.</b> ZooKeeper has no per-node TTL, so a node that its lease no longer renews (an
+ * acquire answered after the engine gave up on it, a release that never got through) would live as
+ * long as the session. Each granted tenure is therefore reaped, by a conditional release, once the
+ * engine has not renewed it for a whole TTL; the engine's own deadline has passed by then.
+ */
+final class ZooKeeperLeaseStore implements LeaseStore {
+
+  private static final Logger log = LoggerFactory.getLogger(ZooKeeperLeaseStore.class);
+
+  /** A renewal may be answered by a probe sent at most this share of the TTL before it. */
+  private static final int PROBE_REUSE_DIVISOR = 20;
+
+  /** Acquire transactions that lose a race on the lease node's version are retried this often. */
+  private static final int MAX_VERSION_RACES = 8;
+
+  private final CuratorFramework client;
+  private final String backendName;
+  private final Ticker ticker;
+  private final Scheduler timers;
+  private final OpenLeases leases;
+  private final Map<Long, Held> held = new ConcurrentHashMap<>();
+  private final AtomicReference<Probe> lastProbe = new AtomicReference<>();
+  private final Object lock = new Object();
+
+  // Guarded by lock.
+  private ZooKeeper live;
+  private long liveSession;
+  private final List<CompletableFuture<ZooKeeper>> waiting = new ArrayList<>();
+  private boolean closed;
+
+  ZooKeeperLeaseStore(
+      CuratorFramework client, String backendName, LeaseRuntime runtime, OpenLeases leases) {
+    this.client = client;
+    this.backendName = backendName;
+    this.ticker = runtime.ticker();
+    this.timers = runtime.timers();
+    this.leases = leases;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connection state, from Curator's event thread.
+
+  void stateChanged(ConnectionState state) {
+    switch (state) {
+      case CONNECTED, RECONNECTED -> connected();
+      case SUSPENDED -> {
+        synchronized (lock) {
+          live = null;
+        }
+        log.warn(
+            "Connection of {} to ZooKeeper suspended (session 0x{}); {} held lease(s) are not"
+                + " renewed until it is back, and are lost at their local deadlines",
+            backendName, Long.toHexString(liveSession), held.size());
+      }
+      case LOST -> {
+        long lostSession;
+        synchronized (lock) {
+          live = null;
+          lostSession = liveSession;
+        }
+        log.warn(
+            "ZooKeeper session 0x{} of {} is lost (expired, or suspended for a whole session"
+                + " timeout); its leases are gone",
+            Long.toHexString(lostSession), backendName);
+        endTenures(lostSession, true, "the ZooKeeper session 0x" + Long.toHexString(lostSession)
+            + " that owned the holder node was lost");
+      }
+      default -> log.debug("{}: ZooKeeper connection state {}", backendName, state);
+    }
+  }
+
+  private void connected() {
+    ZooKeeper zk;
+    try {
+      zk = client.getZookeeperClient().getZooKeeper();
+    } catch (Exception e) {
+      log.warn("{}: connected, but Curator gave no ZooKeeper handle: {}", backendName, e.toString());
+      return;
+    }
+    long session = zk.getSessionId();
+    List<CompletableFuture<ZooKeeper>> ready;
+    long previous;
+    synchronized (lock) {
+      previous = liveSession;
+      live = zk;
+      liveSession = session;
+      ready = List.copyOf(waiting);
+      waiting.clear();
+    }
+    if (previous != 0 && previous != session) {
+      log.warn(
+          "{} is connected to ZooKeeper again, in a new session 0x{}: leases of the old session"
+              + " 0x{} are gone", backendName, Long.toHexString(session), Long.toHexString(previous));
+    } else {
+      log.info(
+          "{} is connected to ZooKeeper in session 0x{} (session timeout {} ms)",
+          backendName, Long.toHexString(session), zk.getSessionTimeout());
+    }
+    endTenures(session, false, "the ZooKeeper session that owned the holder node ended; the"
+        + " backend is now in session 0x" + Long.toHexString(session));
+    ready.forEach(f -> f.complete(zk));
+  }
+
+  /** Ends the tenures of session {@code session} ({@code of}) or of every other session. */
+  private void endTenures(long session, boolean of, String detail) {
+    for (Held h : List.copyOf(held.values())) {
+      if ((h.session == session) == of) {
+        lose(h, new LeaseLost(LeaseLost.Kind.REVOKED, detail));
+      }
+    }
+  }
+
+  /**
+   * Reports a tenure gone. The lease checks its own deadline first, so a loss that the deadline
+   * already decided is reported as EXPIRED, as it happened; the store's reason applies otherwise
+   * (and refuses a grant still on its way to the engine).
+   */
+  private void lose(Held h, LeaseLost reason) {
+    if (held.remove(h.token, h) && !h.releasing) {
+      log.info("Lease '{}' (token {}) of {} is gone: {}", h.leaseName, h.token, h.holder, reason);
+      Optional<ManagedLease> lease = leases.find(h.holder);
+      lease.ifPresent(ManagedLease::checkAlive);
+      lease.ifPresent(l -> l.storeReportedLoss(h.token, reason));
+    }
+  }
+
+  /** The handle of the live session, once there is one; fails after {@code patienceNanos}. */
+  private CompletableFuture<ZooKeeper> session(long patienceNanos) {
+    CompletableFuture<ZooKeeper> f;
+    synchronized (lock) {
+      if (closed) {
+        return CompletableFuture.failedFuture(
+            new LeaseStoreUnavailableException("backend " + backendName + " is closed", null));
+      }
+      if (live != null) {
+        return CompletableFuture.completedFuture(live);
+      }
+      f = new CompletableFuture<>();
+      waiting.add(f);
+    }
+    Scheduler.Cancellable timer =
+        timers.schedule(
+            () -> {
+              synchronized (lock) {
+                waiting.remove(f);
+              }
+              f.completeExceptionally(
+                  new LeaseStoreUnavailableException(
+                      "not connected to ZooKeeper (" + backendName + ") for "
+                          + TimeUnit.NANOSECONDS.toMillis(patienceNanos) + " ms", null));
+            },
+            patienceNanos);
+    f.whenComplete((zk, e) -> timer.cancel());
+    return f;
+  }
+
+  /**
+   * Waits for a live session.
+   *
+   * @param patienceNanos how long at most
+   * @return whether there is one
+   */
+  boolean awaitSession(long patienceNanos) {
+    try {
+      session(patienceNanos).get();
+      return true;
+    } catch (java.util.concurrent.ExecutionException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  void close() {
+    List<CompletableFuture<ZooKeeper>> stranded;
+    synchronized (lock) {
+      closed = true;
+      live = null;
+      stranded = List.copyOf(waiting);
+      waiting.clear();
+    }
+    stranded.forEach(
+        f -> f.completeExceptionally(
+            new LeaseStoreUnavailableException("backend " + backendName + " is closed", null)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Acquire.
+
+  @Override
+  public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
+    long ttlNanos = request.ttl().toNanos();
+    return session(ttlNanos)
+        .thenCompose(
+            zk -> {
+              // A grant is of use only within the safe window after sending; after a long wait
+              // for the connection, writing would only make a node for the reaper.
+              if (ticker.read() - request.sentAtNanos() >= ttlNanos) {
+                return CompletableFuture.failedFuture(
+                    new LeaseStoreUnavailableException(
+                        "the connection to ZooKeeper came back too late for this acquire", null));
+              }
+              checkSessionTimeout(zk, request.ttl().toMillis(), request.leaseName());
+              return new Acquisition(zk, request).start();
+            });
+  }
+
+  private void checkSessionTimeout(ZooKeeper zk, long ttlMillis, String leaseName) {
+    int negotiated = zk.getSessionTimeout();
+    if (negotiated > 0 && negotiated < ttlMillis) {
+      throw new LeaseStoreUnavailableException(
+          "ZooKeeper granted " + backendName + " a session timeout of " + negotiated + " ms, below"
+              + " the ttl of lease '" + leaseName + "' (" + ttlMillis + " ms): the ensemble would"
+              + " drop the lease before its holder stops. Lower the ttl, or raise the servers'"
+              + " maxSessionTimeout", null);
+    }
+  }
+
+  /** One acquire request: read the lease node's version, then one transaction. */
+  private final class Acquisition {
+    private final ZooKeeper zk;
+    private final AcquireRequest request;
+    private final String leaseNode;
+    private final String holderNode;
+    private final CompletableFuture<AcquireResult> result = new CompletableFuture<>();
+    private int races;
+
+    Acquisition(ZooKeeper zk, AcquireRequest request) {
+      this.zk = zk;
+      this.request = request;
+      this.leaseNode = ZNodes.leaseNode(request.leaseName());
+      this.holderNode = ZNodes.holderNode(request.leaseName());
+    }
+
+    CompletableFuture<AcquireResult> start() {
+      readLeaseNode();
+      return result;
+    }
+
+    private void readLeaseNode() {
+      if (++races > MAX_VERSION_RACES) {
+        fail(new LeaseStoreUnavailableException(
+            "lease '" + request.leaseName() + "' changed under " + MAX_VERSION_RACES
+                + " acquire transactions in a row", null));
+        return;
+      }
+      zk.exists(leaseNode, false, (rc, path, ctx, stat) -> {
+        if (rc == Code.OK.intValue()) {
+          tryCreate(stat.getVersion());
+        } else if (rc == Code.NONODE.intValue()) {
+          createLeaseNode();
+        } else {
+          fail(rc, "reading the lease node");
+        }
+      }, null);
+    }
+
+    /**
+     * Creates the lease node (version 0), and its parents first if they are missing too. Someone
+     * else may create or change it meanwhile; the acquire transaction checks the version anyway.
+     */
+    private void createLeaseNode() {
+      zk.create(leaseNode, nameBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+          (rc, p, ctx, name) -> {
+            if (rc == Code.OK.intValue()) {
+              tryCreate(0);
+            } else if (rc == Code.NODEEXISTS.intValue()) {
+              readLeaseNode();
+            } else if (rc == Code.NONODE.intValue()) {
+              createPersistent(ZNodes.ROOT, new byte[0])
+                  .thenCompose(ignored -> createPersistent(ZNodes.LEASES, new byte[0]))
+                  .whenComplete((ok, e) -> {
+                    if (e != null) {
+                      fail(e);
+                    } else {
+                      readLeaseNode();
+                    }
+                  });
+            } else {
+              fail(rc, "creating the lease node");
+            }
+          }, null);
+    }
+
+    private CompletableFuture<Void> createPersistent(String path, byte[] data) {
+      CompletableFuture<Void> done = new CompletableFuture<>();
+      zk.create(path, data, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+          (rc, p, ctx, name) -> {
+            if (rc == Code.OK.intValue() || rc == Code.NODEEXISTS.intValue()) {
+              done.complete(null);
+            } else if (rc == Code.NONODE.intValue() && path.equals(ZNodes.ROOT)) {
+              done.completeExceptionally(new LeaseStoreUnavailableException(
+                  "the chroot of " + backendName + " does not exist in ZooKeeper; create it"
+                      + " first (ZooKeeper does not create a client's chroot)", null));
+            } else {
+              done.completeExceptionally(unavailable(rc, "creating " + path));
+            }
+          }, null);
+      return done;
+    }
+
+    private void tryCreate(int version) {
+      HolderRecord record = new HolderRecord(request.holder(), request.requestId(), version + 1);
+      List<Op> ops = List.of(
+          Op.setData(leaseNode, nameBytes(), version),
+          Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
+      zk.multi(ops, (rc, path, ctx, results) -> {
+        if (rc == Code.OK.intValue()) {
+          granted(results, record);
+        } else if (failedOp(results) == 1 && rc == Code.NODEEXISTS.intValue()) {
+          readHolder(version);
+        } else if (rc == Code.BADVERSION.intValue() || rc == Code.NONODE.intValue()) {
+          readLeaseNode(); // another tenure began (or the node went) since we read the version
+        } else {
+          fail(rc, "the acquire transaction");
+        }
+      }, null);
+    }
+
+    /** The lease is held: by whom? */
+    private void readHolder(int version) {
+      zk.getData(holderNode, false, (rc, path, ctx, data, stat) -> {
+        if (rc == Code.NONODE.intValue()) {
+          readLeaseNode(); // released meanwhile: try again
+          return;
+        }
+        if (rc != Code.OK.intValue()) {
+          fail(rc, "reading the holder node");
+          return;
+        }
+        Optional<HolderRecord> parsed = HolderRecord.parse(data);
+        if (parsed.isEmpty()) {
+          result.complete(new AcquireResult.HeldElsewhere(
+              "an unreadable holder node (" + new String(data == null ? new byte[0] : data,
+                  StandardCharsets.UTF_8).strip() + ")"));
+          return;
+        }
+        HolderRecord found = parsed.get();
+        if (!found.holder().equals(request.holder())) {
+          result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
+        } else if (found.requestId() > request.requestId()) {
+          result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
+        } else if (found.requestId() == request.requestId()
+            && stat.getEphemeralOwner() == zk.getSessionId()) {
+          // A retry whose first reply was lost: the same tenure.
+          log.debug("Acquire of '{}' by {} was a retry; same tenure {}",
+              request.leaseName(), request.holder(), stat.getCzxid());
+          grantedTenure(stat.getCzxid(), found);
+        } else {
+          // A tenure this holder gave up (an older acquire call, or a session that ended):
+          // replace it, on the lease node version read before the holder node, so that nothing
+          // can have begun in between.
+          Held old = held.get(stat.getCzxid());
+          if (old != null) {
+            old.releasing = true;
+            held.remove(old.token, old);
+          }
+          replace(version, stat.getVersion());
+        }
+      }, null);
+    }
+
+    private void replace(int version, int holderVersion) {
+      HolderRecord record = new HolderRecord(request.holder(), request.requestId(), version + 1);
+      List<Op> ops = List.of(
+          Op.setData(leaseNode, nameBytes(), version),
+          Op.delete(holderNode, holderVersion),
+          Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
+      zk.multi(ops, (rc, path, ctx, results) -> {
+        if (rc == Code.OK.intValue()) {
+          granted(results, record);
+        } else if (rc == Code.BADVERSION.intValue() || rc == Code.NONODE.intValue()
+            || rc == Code.NODEEXISTS.intValue()) {
+          readLeaseNode();
+        } else {
+          fail(rc, "the acquire transaction replacing an older tenure");
+        }
+      }, null);
+    }
+
+    private void granted(List<OpResult> results, HolderRecord record) {
+      // Every operation of a multi shares one zxid: the lease node's new mzxid is the holder
+      // node's czxid, the fencing token.
+      long token = ((OpResult.SetDataResult) results.get(0)).getStat().getMzxid();
+      grantedTenure(token, record);
+    }
+
+    private void grantedTenure(long token, HolderRecord record) {
+      Held h = new Held(request.leaseName(), request.holder(), token, zk.getSessionId(),
+          request.ttl().toNanos(), ticker.read());
+      Held existing = held.putIfAbsent(token, h);
+      Held tenure = existing != null ? existing : h;
+      tenure.touched = ticker.read();
+      if (existing == null) {
+        watch(zk, tenure);
+        scheduleReap(tenure);
+        log.debug("Lease '{}' granted to {} with token {} (generation {}) in session 0x{}",
+            request.leaseName(), request.holder(), token, record.generation(),
+            Long.toHexString(tenure.session));
+      }
+      // The holder node was created by a request sent after sentAtNanos, which touched the session.
+      result.complete(new AcquireResult.Acquired(token, request.sentAtNanos()));
+    }
+
+    private byte[] nameBytes() {
+      return request.leaseName().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private void fail(int rc, String what) {
+      fail(unavailable(rc, what + " for lease '" + request.leaseName() + "'"));
+    }
+
+    private void fail(Throwable e) {
+      result.completeExceptionally(e);
+    }
+  }
+
+  /** Index of the operation that failed a multi, or -1. */
+  private static int failedOp(List<OpResult> results) {
+    if (results == null) {
+      return -1;
+    }
+    for (int i = 0; i < results.size(); i++) {
+      if (results.get(i) instanceof OpResult.ErrorResult error
+          && error.getErr() != Code.OK.intValue()
+          && error.getErr() != Code.RUNTIMEINCONSISTENCY.intValue()) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Watching a held node.
+
+  /** Watches the holder node; a deletion or replacement by anyone but this store is a loss. */
+  private void watch(ZooKeeper zk, Held h) {
+    String path = ZNodes.holderNode(h.leaseName);
+    Watcher watcher = new Watcher() {
+      @Override
+      public void process(WatchedEvent event) {
+        if (event.getType() != Watcher.Event.EventType.None && held.get(h.token) == h) {
+          check(zk, h, this);
+        }
+      }
+    };
+    check(zk, h, watcher);
+  }
+
+  private void check(ZooKeeper zk, Held h, Watcher watcher) {
+    zk.getData(ZNodes.holderNode(h.leaseName), watcher, (rc, path, ctx, data, stat) -> {
+      if (rc == Code.NONODE.intValue()) {
+        lose(h, new LeaseLost(LeaseLost.Kind.REVOKED,
+            "the holder node " + path + " was deleted by someone else (an operator, or a session"
+                + " that ended)"));
+      } else if (rc == Code.OK.intValue() && stat.getCzxid() != h.token) {
+        String other = HolderRecord.parse(data).map(r -> r.holder().toString()).orElse("unknown");
+        lose(h, new LeaseLost(LeaseLost.Kind.TAKEN_OVER,
+            "the holder node " + path + " was replaced; it now holds tenure " + stat.getCzxid()
+                + " of " + other));
+      }
+      // Other errors: the connection is down; Curator's state events and the deadline decide.
+    }, null);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Renew.
+
+  @Override
+  public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    Held h = held.get(tenure.token());
+    if (h == null || !h.holder.equals(tenure.holder())) {
+      return lost(LeaseLost.Kind.REVOKED, "the holder node of tenure " + tenure.token()
+          + " is gone (its session ended, it was deleted, or it was reaped)");
+    }
+    h.touched = ticker.read();
+    ZooKeeper zk;
+    synchronized (lock) {
+      zk = live;
+    }
+    if (zk == null) {
+      // SUSPENDED: nothing extends the deadline until the session is confirmed again.
+      return CompletableFuture.failedFuture(new LeaseStoreUnavailableException(
+          "the connection to ZooKeeper is suspended; renewal of lease '" + tenure.leaseName()
+              + "' waits for it", null));
+    }
+    if (zk.getSessionId() != h.session) {
+      lose(h, new LeaseLost(LeaseLost.Kind.REVOKED, "the ZooKeeper session 0x"
+          + Long.toHexString(h.session) + " that owned the holder node ended"));
+      return lost(LeaseLost.Kind.REVOKED, "the ZooKeeper session 0x" + Long.toHexString(h.session)
+          + " that owned the holder node ended");
+    }
+    try {
+      checkSessionTimeout(zk, tenure.ttl().toMillis(), tenure.leaseName());
+    } catch (LeaseException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long reuse = tenure.ttl().toNanos() / PROBE_REUSE_DIVISOR;
+    return probe(zk, sentAtNanos, reuse).thenApply(probeSent -> {
+      // A deletion of the node before the probe was answered has been seen by now: ZooKeeper
+      // delivers a watch event before the answers to requests read after the change.
+      return held.get(tenure.token()) == h
+          ? new RenewResult.Renewed(probeSent)
+          : new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED,
+              "the holder node of tenure " + tenure.token() + " is gone"));
+    });
+  }
+
+  /**
+   * A round trip on the session, shared: a probe sent at most {@code reuseNanos} before {@code
+   * sentAtNanos} on the same handle answers for this renewal too. Completes with the probe's send
+   * time, the instant from which the server's session timeout runs at the latest.
+   */
+  private CompletableFuture<Long> probe(ZooKeeper zk, long sentAtNanos, long reuseNanos) {
+    Probe last = lastProbe.get();
+    if (last != null && last.zk == zk && last.sentAt - (sentAtNanos - reuseNanos) >= 0
+        && !last.done.isCompletedExceptionally()) {
+      return last.done;
+    }
+    Probe fresh = new Probe(zk, ticker.read(), new CompletableFuture<>());
+    lastProbe.set(fresh);
+    try {
+      zk.exists(ZNodes.LEASES, false, (rc, path, ctx, stat) -> {
+        if (rc == Code.OK.intValue() || rc == Code.NONODE.intValue()) {
+          fresh.done.complete(fresh.sentAt);
+        } else {
+          fresh.done.completeExceptionally(unavailable(rc, "the session keep-alive"));
+        }
+      }, null);
+    } catch (RuntimeException e) {
+      fresh.done.completeExceptionally(e);
+    }
+    return fresh.done;
+  }
+
+  private static CompletableFuture<RenewResult> lost(LeaseLost.Kind kind, String detail) {
+    return CompletableFuture.completedFuture(new RenewResult.Lost(new LeaseLost(kind, detail)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Release, and reaping what nobody renews.
+
+  @Override
+  public CompletableFuture<Void> release(Tenure tenure) {
+    Held h = held.get(tenure.token());
+    if (h != null) {
+      h.releasing = true; // its node's deletion is ours, not a loss
+    }
+    return session(tenure.ttl().toNanos())
+        .thenCompose(zk -> deleteIfStill(zk, tenure.leaseName(), tenure.token()))
+        .thenRun(() -> {
+          if (h != null) {
+            held.remove(h.token, h);
+          }
+        });
+  }
+
+  /**
+   * Deletes the holder node if it is still tenure {@code token}, in a transaction that checks the
+   * lease node's version: if any tenure began since, nothing is deleted.
+   */
+  private CompletableFuture<Void> deleteIfStill(ZooKeeper zk, String leaseName, long token) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    String holderNode = ZNodes.holderNode(leaseName);
+    zk.getData(holderNode, false, (rc, path, ctx, data, stat) -> {
+      if (rc == Code.NONODE.intValue()) {
+        done.complete(null);
+        return;
+      }
+      if (rc != Code.OK.intValue()) {
+        done.completeExceptionally(unavailable(rc, "reading the holder node of '" + leaseName + "'"));
+        return;
+      }
+      Optional<HolderRecord> record = HolderRecord.parse(data);
+      if (stat.getCzxid() != token || record.isEmpty()) {
+        done.complete(null); // another tenure's node: not ours to delete
+        return;
+      }
+      List<Op> ops = List.of(
+          Op.check(ZNodes.leaseNode(leaseName), record.get().generation()),
+          Op.delete(holderNode, stat.getVersion()));
+      zk.multi(ops, (rc2, p2, ctx2, results) -> {
+        if (rc2 == Code.OK.intValue() || rc2 == Code.BADVERSION.intValue()
+            || rc2 == Code.NONODE.intValue()) {
+          done.complete(null);
+        } else {
+          done.completeExceptionally(unavailable(rc2, "releasing lease '" + leaseName + "'"));
+        }
+      }, null);
+    }, null);
+    return done;
+  }
+
+  private void scheduleReap(Held h) {
+    long due = h.touched + h.ttlNanos - ticker.read();
+    timers.schedule(() -> reapIfIdle(h), due);
+  }
+
+  private void reapIfIdle(Held h) {
+    if (held.get(h.token) != h) {
+      return;
+    }
+    if (ticker.read() - (h.touched + h.ttlNanos) < 0) {
+      scheduleReap(h);
+      return;
+    }
+    log.info(
+        "Deleting the holder node of lease '{}' (token {}): its lease has not renewed it for a"
+            + " whole TTL (an acquire answered too late, or a release that did not get through)",
+        h.leaseName, h.token);
+    h.releasing = true;
+    ZooKeeper zk;
+    synchronized (lock) {
+      zk = live;
+    }
+    if (zk == null) {
+      h.releasing = false;
+      h.touched = ticker.read() - h.ttlNanos + h.ttlNanos / 4; // try again soon
+      scheduleReap(h);
+      return;
+    }
+    deleteIfStill(zk, h.leaseName, h.token).whenComplete((ok, e) -> {
+      if (e == null) {
+        held.remove(h.token, h);
+      } else {
+        h.releasing = false;
+        h.touched = ticker.read() - h.ttlNanos + h.ttlNanos / 4;
+        scheduleReap(h);
+      }
+    });
+  }
+
+  private static LeaseException unavailable(int rc, String what) {
+    Code code = Code.get(rc);
+    return new LeaseStoreUnavailableException(
+        what + " failed: " + (code != null ? code : "code " + rc),
+        code != null ? KeeperException.create(code) : null);
+  }
+
+  /** A tenure this store granted and has not seen end. */
+  private static final class Held {
+    final String leaseName;
+    final HolderId holder;
+    final long token;
+    final long session;
+    final long ttlNanos;
+    /** Ticker reading of the last grant or renewal request. */
+    volatile long touched;
+    /** Set while this store itself deletes the node, so the watch does not call it a loss. */
+    volatile boolean releasing;
+
+    Held(String leaseName, HolderId holder, long token, long session, long ttlNanos, long touched) {
+      this.leaseName = leaseName;
+      this.holder = holder;
+      this.token = token;
+      this.session = session;
+      this.ttlNanos = ttlNanos;
+      this.touched = touched;
+    }
+  }
+
+  private record Probe(ZooKeeper zk, long sentAt, CompletableFuture<Long> done) {}
+}

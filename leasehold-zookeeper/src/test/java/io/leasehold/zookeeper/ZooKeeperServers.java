@@ -1,0 +1,102 @@
+package io.leasehold.zookeeper;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
+import org.apache.curator.test.TestingServer;
+
+/**
+ * Real ZooKeeper servers in this JVM (curator-test), tuned for lease tests: a 50 ms tick, so
+ * sessions as short as 100 ms are allowed and expiry is checked every 50 ms, and a session
+ * timeout of up to a minute.
+ */
+final class ZooKeeperServers {
+
+  static final int TICK_MILLIS = 50;
+
+  private ZooKeeperServers() {}
+
+  static InstanceSpec spec(int serverId) {
+    Map<String, Object> config =
+        Map.of(
+            "minSessionTimeout", String.valueOf(2 * TICK_MILLIS), "maxSessionTimeout", "60000");
+    // port -1: a free one; data in a fresh directory under java.io.tmpdir (target/), deleted on
+    // close.
+    return new InstanceSpec(null, -1, -1, -1, true, serverId, TICK_MILLIS, 1000, config);
+  }
+
+  static TestingServer standalone() {
+    try {
+      return new TestingServer(spec(-1), true);
+    } catch (Exception e) {
+      throw new IllegalStateException("could not start an in-process ZooKeeper server", e);
+    }
+  }
+
+  static TestingCluster ensemble(int size) {
+    List<InstanceSpec> specs = new ArrayList<>();
+    for (int i = 1; i <= size; i++) {
+      specs.add(spec(i));
+    }
+    TestingCluster cluster = new TestingCluster(specs);
+    try {
+      cluster.start();
+    } catch (Exception e) {
+      throw new IllegalStateException("could not start an in-process ZooKeeper ensemble", e);
+    }
+    return cluster;
+  }
+
+  /** A plain Curator client for the test's own look at the store (not a contender). */
+  static CuratorFramework admin(String connectString) {
+    CuratorFramework admin =
+        CuratorFrameworkFactory.newClient(
+            connectString, 10_000, 10_000, new RetryNTimes(20, 100));
+    admin.start();
+    try {
+      if (!admin.blockUntilConnected(30, java.util.concurrent.TimeUnit.SECONDS)) {
+        throw new IllegalStateException("no connection to ZooKeeper at " + connectString);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+    return admin;
+  }
+
+  /** Creates a chroot path (ZooKeeper does not create a client's chroot). */
+  static void createPath(CuratorFramework admin, String path) {
+    try {
+      if (admin.checkExists().forPath(path) == null) {
+        admin.create().creatingParentsIfNeeded().forPath(path);
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException("could not create " + path, e);
+    }
+  }
+
+  static String uri(String hostPorts, String chroot, Duration sessionTimeout) {
+    return "zookeeper://" + hostPorts + chroot + "?sessionTimeout=" + sessionTimeout.toMillis() + "ms";
+  }
+
+  static void closeQuietly(AutoCloseable c) {
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+package io.leasehold.zookeeper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(value = 10, unit = TimeUnit.SECONDS)
+class ZooKeeperUriTest {
+
+  @Test
+  void serversChrootAndSessionTimeoutAreParsed() {
+    ZooKeeperUri uri = ZooKeeperUri.parse("zookeeper://zk1:2181,zk2,[::1]:2182/apps/leases/?sessionTimeout=1500ms");
+    assertThat(uri.servers()).isEqualTo("zk1:2181,zk2:2181,[::1]:2182");
+    assertThat(uri.chroot()).isEqualTo("/apps/leases");
+    assertThat(uri.connectString()).isEqualTo("zk1:2181,zk2:2181,[::1]:2182/apps/leases");
+    assertThat(uri.sessionTimeout()).isEqualTo(Duration.ofMillis(1500));
+  }
+
+  @Test
+  void defaultsAreTheStandardPortNoChrootAndFifteenSeconds() {
+    ZooKeeperUri uri = ZooKeeperUri.parse("ZooKeeper://localhost");
+    assertThat(uri.connectString()).isEqualTo("localhost:2181");
+    assertThat(uri.sessionTimeout()).isEqualTo(Duration.ofSeconds(15));
+    assertThat(ZooKeeperUri.parse("zookeeper://h:1/?sessionTimeout=PT20S").sessionTimeout())
+        .isEqualTo(Duration.ofSeconds(20));
+    assertThat(ZooKeeperUri.parse("zookeeper://h:1?sessionTimeout=2m").sessionTimeout())
+        .isEqualTo(Duration.ofMinutes(2));
+  }
+
+  @Test
+  void malformedUrisAreRejectedWithWhatIsWrong() {
+    record Case(String uri, String says) {}
+    for (Case c : new Case[] {
+        new Case("etcd://h:2379", "must start with zookeeper://"),
+        new Case("zookeeper:///chroot", "names no server"),
+        new Case("zookeeper://h:2181,,h2", "empty entry"),
+        new Case("zookeeper://h:0", "port of server 'h:0' must be 1-65535"),
+        new Case("zookeeper://h:x", "must be 1-65535"),
+        new Case("zookeeper://user@h", "no valid host name"),
+        new Case("zookeeper://h/a//b", "chroot"),
+        new Case("zookeeper://h/a/../b", "chroot"),
+        new Case("zookeeper://h?timeout=1s", "unknown parameter 'timeout'"),
+        new Case("zookeeper://h?sessionTimeout=10", "sessionTimeout must be a duration from 100ms to 24h"),
+        new Case("zookeeper://h?sessionTimeout=50ms", "was '50ms'"),
+        new Case("zookeeper://h?sessionTimeout=2d", "sessionTimeout must")}) {
+      assertThatThrownBy(() -> ZooKeeperUri.parse(c.uri()))
+          .as(c.uri())
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(c.says());
+    }
+  }
+}
