@@ -1,0 +1,70 @@
+package io.leasehold.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.leasehold.core.proto.Event;
+import io.leasehold.core.proto.KeyValue;
+import io.leasehold.core.proto.WatchResponse;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class WatchHubTest {
+
+  private final WatchHub hub = new WatchHub(4);
+
+  private static Event put(String key, long revision) {
+    return Event.newBuilder().setType(Event.Type.PUT).setKv(KeyValue.newBuilder().setKey(key).setModRevision(revision)).build();
+  }
+
+  private static final class Recorder implements WatchHub.Sink {
+    final List<WatchResponse> received = new ArrayList<>();
+
+    @Override
+    public void send(WatchResponse response) {
+      received.add(response);
+    }
+
+    @Override
+    public boolean isClosed() {
+      return false;
+    }
+
+    List<Long> revisions() {
+      return received.stream().flatMap(r -> r.getEventsList().stream()).map(e -> e.getKv().getModRevision()).toList();
+    }
+  }
+
+  @Test
+  void aWatcherResumingFromARetainedRevisionMissesNothingAndSeesOnlyItsPrefix() {
+    for (long r = 1; r <= 3; r++) {
+      hub.publish(List.of(put(r == 2 ? "other/x" : "app/x", r)));
+    }
+    Recorder w = new Recorder();
+    assertThat(hub.watch("app/", true, 1, w)).isTrue();
+    hub.publish(List.of(put("app/y", 4)));
+    assertThat(w.revisions()).containsExactly(1L, 3L, 4L);
+  }
+
+  @Test
+  void aWatcherAskingForForgottenHistoryIsToldWhereItMayStart() {
+    for (long r = 1; r <= 6; r++) {
+      hub.publish(List.of(put("k", r)));
+    }
+    Recorder w = new Recorder();
+    assertThat(hub.watch("k", false, 2, w)).isFalse();
+    assertThat(w.received).hasSize(1);
+    assertThat(w.received.get(0).getCompactRevision()).isEqualTo(3);
+    Recorder ok = new Recorder();
+    assertThat(hub.watch("k", false, 3, ok)).isTrue();
+    assertThat(ok.revisions()).containsExactly(3L, 4L, 5L, 6L);
+  }
+
+  @Test
+  void afterASnapshotLoadOlderRevisionsAreUnknown() {
+    hub.reset(10);
+    Recorder w = new Recorder();
+    assertThat(hub.watch("k", false, 10, w)).isFalse();
+    assertThat(w.received.get(0).getCompactRevision()).isEqualTo(11);
+  }
+}
