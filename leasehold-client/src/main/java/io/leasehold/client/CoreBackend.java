@@ -76,11 +76,15 @@ public final class CoreBackend implements LeaseBackend {
     return client;
   }
 
-  /** Releases every lease (waiting at most each lease's operation timeout), then disconnects. */
+  /**
+   * Releases every lease (waiting at most each lease's operation timeout), revokes this backend's
+   * sessions (waiting at most one second), then disconnects.
+   */
   @Override
   public void close() {
     leases.closeAll();
     watch.close();
+    sessions.revokeAll(Duration.ofSeconds(1));
     sessions.close();
     client.close();
     runtime.close();

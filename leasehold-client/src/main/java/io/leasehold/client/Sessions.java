@@ -7,6 +7,8 @@ import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.core.proto.RevokeRequest;
+import io.leasehold.core.proto.RevokeResponse;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -274,6 +276,28 @@ final class Sessions implements AutoCloseable {
   /** The core said this session is gone (a call named it unknown). */
   void ended(Session s) {
     end(s);
+  }
+
+  /**
+   * Revokes every live session, so that the core forgets them now rather than one TTL later;
+   * waits at most {@code atMost} for the answers. Best effort: a session not revoked expires.
+   */
+  void revokeAll(Duration atMost) {
+    List<CompletableFuture<RevokeResponse>> revokes = new ArrayList<>();
+    for (Session s : byTtl.values()) {
+      if (s.id > 0 && !s.ended) {
+        RevokeRequest revoke = RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).build();
+        revokes.add(client.<RevokeResponse>call((stub, out) -> stub.revoke(revoke, out)));
+      }
+    }
+    try {
+      CompletableFuture.allOf(revokes.toArray(CompletableFuture[]::new))
+          .get(atMost.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      log.debug("sessions not revoked on close (they expire after their TTL): {}", e.toString());
+    }
   }
 
   @Override

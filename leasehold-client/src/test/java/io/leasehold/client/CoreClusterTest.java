@@ -19,6 +19,8 @@ import io.leasehold.core.proto.GrantResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
+import io.leasehold.core.proto.StatusRequest;
+import io.leasehold.core.proto.StatusResponse;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
 import io.leasehold.server.CoreNode;
@@ -261,6 +263,25 @@ class CoreClusterTest {
         .as("a linearizable read through a node without a leader fails instead of answering v1")
         .isInstanceOf(ExecutionException.class)
         .hasCauseInstanceOf(LeaseException.class);
+  }
+
+  @Test
+  void closingABackendRevokesItsSessionsAtOnce() throws Exception {
+    start("close", c -> c);
+    LeaseBackend backend = LeaseBackend.open(cluster.uri());
+    Lease lease = backend.newLease(SuiteSettings.forTtl("closing", "holder", Duration.ofMinutes(5)).build());
+    assertThat(lease.acquire().get(10, TimeUnit.SECONDS)).isTrue();
+    CoreClient c = client();
+    assertThat(sessions(c)).isEqualTo(1);
+
+    backend.close();
+
+    assertThat(sessions(c)).as("sessions left after close (a 5 min TTL would keep one otherwise)").isZero();
+    assertThat(get(c, LeaseWatch.LEASE_PREFIX + "closing").getKvsList()).isEmpty();
+  }
+
+  private static long sessions(CoreClient c) throws Exception {
+    return c.<StatusResponse>call((s, o) -> s.status(StatusRequest.getDefaultInstance(), o)).get(10, TimeUnit.SECONDS).getSessions();
   }
 
   private static void put(CoreClient c, String key, String value) throws Exception {

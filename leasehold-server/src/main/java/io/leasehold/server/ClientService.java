@@ -39,6 +39,7 @@ import io.leasehold.server.state.Reply;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,6 +58,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   static final int MAX_KEY_BYTES = 4096;
   static final int MAX_VALUE_BYTES = 1024 * 1024;
   static final int MAX_LEASE_NAME_CHARS = 256;
+  static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
 
   private final RaftGateway raft;
   private final WatchHub watches;
@@ -202,13 +204,16 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   public void status(StatusRequest request, StreamObserver<StatusResponse> out) {
     StatusResponse.Builder response = StatusResponse.newBuilder().addNodes(nodeStatus.get());
     response.setLeaderId(response.getNodes(0).getRole().equals("LEADER") ? response.getNodes(0).getId() : "");
+    // A node without a leader still answers for itself, promptly, with the counts marked unknown.
     raft.read(Query.newBuilder().setCounts(Counts.getDefaultInstance()).build())
+        .completeOnTimeout(null, STATUS_COUNTS_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS)
         .whenComplete(
             (bytes, error) -> {
-              if (error == null) {
+              if (error == null && bytes != null) {
                 try {
                   Counts counts = Counts.parseFrom(bytes);
                   response
+                      .setCountsKnown(true)
                       .setSessions(counts.getSessions())
                       .setKeys(counts.getKeys())
                       .setHeldLeases(counts.getHeldLeases())
@@ -217,7 +222,6 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
                   log.warn("malformed counts from the leader", e);
                 }
               }
-              // Without a leader the node still reports itself; the counts stay zero.
               out.onNext(response.build());
               out.onCompleted();
             });

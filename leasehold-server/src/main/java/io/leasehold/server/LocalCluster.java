@@ -169,11 +169,29 @@ public final class LocalCluster implements AutoCloseable {
     return tuning.apply(NodeConfig.of(peers.get(0).id(), peers, root)).electionTimeout();
   }
 
-  /** Stops every node; the data stays. */
+  /**
+   * Stops every node at once (followers and leader together, so no election starts in between);
+   * the data stays.
+   */
   @Override
   public synchronized void close() {
+    List<Thread> stopping = new ArrayList<>();
     for (int i = 0; i < nodes.length; i++) {
-      stopNode(i);
+      CoreNode node = nodes[i];
+      nodes[i] = null;
+      if (node != null) {
+        Thread t = new Thread(node::close, "stop-" + node.config().self());
+        t.start();
+        stopping.add(t);
+      }
+    }
+    for (Thread t : stopping) {
+      try {
+        t.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 
