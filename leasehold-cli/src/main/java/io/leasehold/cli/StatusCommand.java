@@ -31,6 +31,8 @@ import picocli.CommandLine.Spec;
       "Asks every node of the backend's URI for its own state (id, role, term, applied log index),"
           + " marks the nodes that do not answer UNREACHABLE, and prints the number of sessions,"
           + " keys and held leases of the cluster (a linearizable read through the leader).",
+      "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
+          + Backends.DEV_URI,
       "Exits 0 if at least one node answered, 1 if none did, 2 for bad options."
     })
 final class StatusCommand implements Callable<Integer> {
@@ -43,10 +45,7 @@ final class StatusCommand implements Callable<Integer> {
   @Option(
       names = "--backend",
       paramLabel = "URI",
-      description = {
-        "The cluster, leasehold://host:port,host:port,... (default: $" + Backends.ENV + ", else "
-            + Backends.DEV_URI + ", what `leasehold dev` starts).",
-      })
+      description = "The cluster, leasehold://host:port,host:port,... (default: see above).")
   private String backend;
 
   @Option(
