@@ -26,6 +26,7 @@ final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws InterruptedException {
+    Main.quietLibraryLogUnlessVerbose();
     return new Demo(options.config(), spec.commandLine().getOut()).run();
   }
 }

@@ -7,7 +7,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** The options of {@code demo}, which {@code dev} accepts too; mixed into both commands. */
+/** The options of {@code demo}. */
 final class DemoOptions {
 
   @Spec(Spec.Target.MIXEE)

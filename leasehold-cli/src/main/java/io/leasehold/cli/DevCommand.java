@@ -1,37 +1,379 @@
 package io.leasehold.cli;
 
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseSettings;
+import io.leasehold.server.LocalCluster;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.util.Properties;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.UnaryOperator;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code leasehold dev}: will start a local consistent core to develop against; until that exists
- * it runs the in-memory demo, with the same options.
+ * {@code leasehold dev}: a local cluster of the consistent core on loopback, to develop against.
+ * Prints its URI, proves it grants and hands over a lease, and runs until Ctrl-C (or {@code
+ * --duration}).
  */
 @Command(
     name = "dev",
-    header = "Will run a local Leasehold cluster to develop against; for now, the demo.",
+    mixinStandardHelpOptions = true,
+    header = "Runs a local Leasehold cluster (the consistent core) to develop against.",
     description = {
-      "Will start a local Leasehold cluster (the consistent core) to develop against. The core is"
-          + " not built yet, so for now this runs the in-memory demo; it takes the demo's options.",
+      "Starts a cluster of the consistent core in this process, its nodes on loopback, prints its"
+          + " leasehold:// URI on a line of its own, checks that it grants, refuses and hands over a"
+          + " lease, and runs until Ctrl-C.",
+      "With the defaults its URI is%n  " + Backends.DEV_URI + "%nthe default backend of the"
+          + " other commands, so `leasehold status` in a second terminal needs no flags.",
+      "Data: without --dir, a fresh directory under the system temp directory, deleted when the"
+          + " cluster stops; with --dir, kept, and a later run with the same --dir, --nodes and"
+          + " --port starts the same cluster again on its data.",
+      "Exits 0 when stopped, 1 if the cluster cannot start or fails the check, 2 for bad options."
     })
 final class DevCommand implements Callable<Integer> {
 
-  @Mixin private DemoOptions options;
+  static final int MAX_NODES = 9;
+  static final Duration MIN_DURATION = Duration.ofSeconds(1);
+  static final Duration MAX_DURATION = Duration.ofDays(1);
+
+  /** The lease the start-up check acquires and releases. */
+  static final String CHECK_LEASE = "leasehold-dev-check";
+
+  /** Written into a kept data directory: which cluster it holds. */
+  static final String MARKER = "leasehold-dev.properties";
+
+  private static final Duration CHECK_TIMEOUT = Duration.ofSeconds(15);
 
   @Spec private CommandSpec spec;
 
+  @Option(
+      names = "--nodes",
+      paramLabel = "N",
+      defaultValue = "" + Backends.DEV_NODES,
+      description = "Nodes in the cluster, 1 to 9 (default: ${DEFAULT-VALUE}); 3 survives one failure.")
+  private int nodes;
+
+  @Option(
+      names = "--port",
+      paramLabel = "PORT",
+      defaultValue = "" + Backends.DEV_PORT,
+      description = {
+        "Client port of the first node (default: ${DEFAULT-VALUE}); node i listens on PORT + 2i"
+            + " for clients and on the port after for Raft. 0 picks free ports (the URI then"
+            + " differs from run to run)."
+      })
+  private int port;
+
+  @Option(
+      names = "--dir",
+      paramLabel = "DIR",
+      description = "Keep the nodes' data in DIR (one directory per node), and start the cluster"
+          + " again from it next time (default: a fresh temporary directory, deleted on exit).")
+  private Path dir;
+
+  @Option(
+      names = "--duration",
+      paramLabel = "DURATION",
+      description = "Stop by itself this long after starting (the start-up check still runs in"
+          + " full), 1s to 24h (default: run until Ctrl-C).")
+  private Duration duration;
+
   @Override
-  public Integer call() throws InterruptedException {
-    DemoConfig config = options.config();
-    spec.commandLine()
-        .getErr()
-        .println(
-            "leasehold dev: the consistent core (a local Raft cluster) is not built yet;"
-                + " running the in-memory demo meanwhile.");
-    spec.commandLine().getErr().flush();
-    return new Demo(config, spec.commandLine().getOut()).run();
+  public Integer call() {
+    checkOptions();
+    boolean temporary = dir == null;
+    Path root = temporary ? createTempDir() : prepareDir(dir);
+    // Everything, the deletion of a temporary directory included, happens before the Foreground
+    // closes: on Ctrl-C the JVM halts as soon as its shutdown hook returns.
+    try (Foreground foreground = new Foreground()) {
+      try {
+        return run(root, temporary, foreground);
+      } finally {
+        if (temporary) {
+          deleteQuietly(root, spec.commandLine().getErr());
+        }
+      }
+    }
+  }
+
+  private int run(Path root, boolean temporary, Foreground foreground) {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    out.printf(
+        "leasehold dev: starting %d node%s of the consistent core on loopback; data in %s%s%n",
+        nodes,
+        nodes == 1 ? "" : "s",
+        root.toAbsolutePath(),
+        temporary ? " (deleted when it stops; --dir DIR keeps it)" : "");
+    out.flush();
+    if (!temporary && port != 0) {
+      writeMarker(root, Backends.devUri(nodes, port)); // before the nodes write anything there
+    }
+    long start = System.nanoTime();
+    LocalCluster cluster;
+    try {
+      cluster = LocalCluster.start(nodes, port, root, UnaryOperator.identity());
+    } catch (UncheckedIOException | IllegalStateException e) {
+      err.println("leasehold dev: the cluster could not start: " + e.getMessage() + portHint(e));
+      err.flush();
+      return 1;
+    }
+    try (cluster) {
+      if (!temporary && port == 0) {
+        writeMarker(root, cluster.uri());
+      }
+      String leader = cluster.leader().map(i -> cluster.peers().get(i).id()).orElse("none yet");
+      out.printf(
+          "leasehold dev: the cluster serves after %s (leader %s). Its URI:%n",
+          Durations.seconds(Duration.ofNanos(System.nanoTime() - start)),
+          leader);
+      out.println(cluster.uri());
+      out.flush();
+      if (!check(cluster.uri(), out)) {
+        err.println("leasehold dev: the cluster failed its check (see above); stopping it");
+        err.flush();
+        return 1;
+      }
+      printHint(cluster.uri(), out);
+      // --duration counts from the start, so a short run (CI) takes about as long as it says.
+      Duration left =
+          duration == null ? null : duration.minusNanos(System.nanoTime() - start);
+      Foreground.Reason reason = foreground.await(left == null || !left.isNegative() ? left : Duration.ZERO);
+      out.println(
+          "leasehold dev: stopping ("
+              + switch (reason) {
+                case DURATION -> "ran for " + Durations.format(duration);
+                case SIGNAL -> "signal";
+                case INTERRUPT -> "interrupted";
+              }
+              + ")");
+      out.flush();
+    }
+    out.println(
+        "leasehold dev: stopped"
+            + (temporary ? "; deleting " : "; data kept in ")
+            + root.toAbsolutePath());
+    out.flush();
+    return 0;
+  }
+
+  private void checkOptions() {
+    if (nodes < 1 || nodes > MAX_NODES) {
+      throw bad("--nodes must be between 1 and " + MAX_NODES + "; was " + nodes);
+    }
+    // Node i uses PORT + 2i and PORT + 2i + 1; the last must be a valid port.
+    int maxPort = 65535 - (2 * nodes - 1);
+    if (port != 0 && (port < 1 || port > maxPort)) {
+      throw bad(
+          "--port must be 0 (free ports) or between 1 and " + maxPort + " with " + nodes + " nodes; was " + port);
+    }
+    if (duration != null
+        && (duration.compareTo(MIN_DURATION) < 0 || duration.compareTo(MAX_DURATION) > 0)) {
+      throw bad(
+          "--duration must be between "
+              + Durations.format(MIN_DURATION)
+              + " and "
+              + Durations.format(MAX_DURATION)
+              + "; was "
+              + Durations.format(duration));
+    }
+  }
+
+  /**
+   * Checks that {@code --dir} is new, empty, or holds this very cluster (same URI), so that a kept
+   * cluster starts again on its own data and nothing else is written into.
+   */
+  private Path prepareDir(Path dir) {
+    if (Files.exists(dir) && !Files.isDirectory(dir)) {
+      throw bad("--dir must be a directory; " + dir + " is a file");
+    }
+    Path marker = dir.resolve(MARKER);
+    if (Files.isRegularFile(marker)) {
+      String kept = readMarker(marker);
+      if (port == 0) {
+        throw bad(
+            "--dir " + dir + " holds the data of the cluster " + kept + "; --port 0 would start it on"
+                + " other ports. Give the --nodes and --port it was made with, or another --dir");
+      }
+      String wanted = Backends.devUri(nodes, port);
+      if (!wanted.equals(kept)) {
+        throw bad(
+            "--dir " + dir + " holds the data of the cluster " + kept + ", not of " + wanted
+                + "; give the --nodes and --port it was made with, or another --dir");
+      }
+    } else if (Files.isDirectory(dir) && !isEmpty(dir)) {
+      throw bad("--dir must be new, empty, or a directory an earlier `leasehold dev --dir` made; "
+          + dir + " holds other files");
+    }
+    try {
+      return Files.createDirectories(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create --dir " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Two clients contend for one lease: proof that the cluster grants, refuses and hands over. */
+  private static boolean check(String uri, PrintWriter out) {
+    try (LeaseBackend first = LeaseBackend.open(uri);
+        LeaseBackend second = LeaseBackend.open(uri);
+        Lease a = first.newLease(checkSettings("dev-check-a", 2));
+        Lease b = second.newLease(checkSettings("dev-check-b", 0))) {
+      if (!await(a.acquire())) {
+        return failed(out, "dev-check-a could not acquire '" + CHECK_LEASE + "', which nobody held");
+      }
+      long tokenA = a.fencingToken().orElseThrow();
+      out.printf("check: dev-check-a acquired '%s' (fencing token %d)%n", CHECK_LEASE, tokenA);
+      if (await(b.acquire())) {
+        return failed(out, "dev-check-b acquired '" + CHECK_LEASE + "' while dev-check-a held it");
+      }
+      out.println("check: dev-check-b was refused while dev-check-a holds it");
+      await(a.release());
+      out.println("check: dev-check-a released it");
+      if (!await(b.acquire())) {
+        return failed(out, "dev-check-b could not acquire '" + CHECK_LEASE + "' after its release");
+      }
+      long tokenB = b.fencingToken().orElseThrow();
+      if (tokenB <= tokenA) {
+        return failed(out, "the new tenure's token " + tokenB + " is not greater than " + tokenA);
+      }
+      out.printf("check: dev-check-b acquired it (fencing token %d, greater than %d)%n", tokenB, tokenA);
+      await(b.release());
+      out.println("check: dev-check-b released it. The core works.");
+      out.flush();
+      return true;
+    } catch (ExecutionException e) {
+      return failed(out, e.getCause().toString());
+    } catch (TimeoutException e) {
+      return failed(out, "no answer within " + Durations.format(CHECK_TIMEOUT));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return failed(out, "interrupted");
+    } catch (RuntimeException e) {
+      return failed(out, e.toString());
+    }
+  }
+
+  private static LeaseSettings checkSettings(String owner, int acquireRetries) {
+    // A generous operation timeout: the first calls on a cluster that just started (a cold JVM,
+    // two shared cores) can take a second or more. Retries only where "held elsewhere" is not the
+    // expected answer, since a refusal is retried after the retry interval.
+    return LeaseSettings.builder(CHECK_LEASE, owner)
+        .ttl(Duration.ofSeconds(15))
+        .operationTimeout(Duration.ofSeconds(4))
+        .acquireRetries(acquireRetries)
+        .build();
+  }
+
+  private static <T> T await(java.util.concurrent.CompletableFuture<T> f)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    return f.get(CHECK_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private static boolean failed(PrintWriter out, String what) {
+    out.println("check FAILED: " + what);
+    out.flush();
+    return false;
+  }
+
+  private void printHint(String uri, PrintWriter out) {
+    String status =
+        uri.equals(Backends.defaultUri()) ? "./leasehold status" : "./leasehold status --backend " + uri;
+    out.println();
+    out.println("Try this in another terminal:");
+    out.println("  " + status);
+    out.println("Programs open it with LeaseBackend.open(\"" + uri + "\") (module leasehold-client).");
+    out.println(
+        duration == null
+            ? "Ctrl-C stops the cluster."
+            : "The cluster stops after " + Durations.format(duration) + " (--duration), or on Ctrl-C.");
+    out.println();
+    out.flush();
+  }
+
+  private String portHint(RuntimeException e) {
+    return port != 0 && String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("bind")
+        ? " (is another `leasehold dev` running? --port picks other ports)"
+        : "";
+  }
+
+  private static Path createTempDir() {
+    try {
+      return Files.createTempDirectory("leasehold-dev-");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create a temporary directory: " + e.getMessage(), e);
+    }
+  }
+
+  private static boolean isEmpty(Path dir) {
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+      return !entries.iterator().hasNext();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read --dir " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static String readMarker(Path marker) {
+    Properties p = new Properties();
+    try (InputStream in = Files.newInputStream(marker)) {
+      p.load(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + marker + ": " + e.getMessage(), e);
+    }
+    return p.getProperty("uri", "(unknown)");
+  }
+
+  private static void writeMarker(Path root, String uri) {
+    Properties p = new Properties();
+    p.setProperty("uri", uri);
+    try (OutputStream o = Files.newOutputStream(root.resolve(MARKER))) {
+      p.store(o, "The cluster `leasehold dev --dir` keeps here; it starts again with the same --nodes and --port");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + root.resolve(MARKER) + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static void deleteQuietly(Path root, PrintWriter err) {
+    try {
+      Files.walkFileTree(
+          root,
+          new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+              Files.delete(file);
+              return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+              Files.delete(d);
+              return FileVisitResult.CONTINUE;
+            }
+          });
+    } catch (IOException e) {
+      err.println("leasehold dev: could not delete " + root + ": " + e);
+      err.flush();
+    }
+  }
+
+  private ParameterException bad(String message) {
+    return new ParameterException(spec.commandLine(), message);
   }
 }

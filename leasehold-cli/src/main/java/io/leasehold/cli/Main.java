@@ -28,12 +28,32 @@ import picocli.CommandLine.UnmatchedArgumentException;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Leasehold: distributed leases for Java.",
-    footer = {"", "To see leases at work under faults: leasehold demo"},
-    subcommands = {DemoCommand.class, DevCommand.class, HelpCommand.class})
+    footer = {
+      "",
+      "A local cluster to develop against: leasehold dev; then, in another terminal: leasehold status",
+      "To see leases at work under faults: leasehold demo"
+    },
+    subcommands = {
+      DevCommand.class,
+      ServerCommand.class,
+      StatusCommand.class,
+      DemoCommand.class,
+      HelpCommand.class
+    })
 public final class Main implements Callable<Integer> {
 
   /** The SLF4J simple logger's level for the library's loggers; overrides simplelogger.properties. */
   static final String LIBRARY_LOG_LEVEL = "org.slf4j.simpleLogger.log.io.leasehold";
+
+  /**
+   * Lowers the library's log to warnings, unless {@code --verbose} asked for more: for commands
+   * whose output is a timeline on stdout (the demo). Call before anything logs.
+   */
+  static void quietLibraryLogUnlessVerbose() {
+    if (System.getProperty(LIBRARY_LOG_LEVEL) == null) {
+      System.setProperty(LIBRARY_LOG_LEVEL, "warn");
+    }
+  }
 
   @Spec private CommandSpec spec;
 
@@ -56,7 +76,8 @@ public final class Main implements Callable<Integer> {
   @Option(
       names = "--verbose",
       scope = ScopeType.INHERIT,
-      description = "Show the lease engine's INFO log lines on stderr, not only its warnings.")
+      description = "Show the demo's INFO log lines on stderr, not only warnings (server, dev and"
+          + " status always show them).")
   void verbose(boolean verbose) {
     if (verbose) {
       System.setProperty(LIBRARY_LOG_LEVEL, "info");

@@ -35,19 +35,6 @@ class DemoTest {
         .contains("leader work: checkAlive() is false");
   }
 
-  @Test
-  void devSaysWhatIsMissingAndRunsTheDemoWithTheOptionsGiven() {
-    Cli run = Cli.run("dev", "--ttl", "200ms", "--duration", "2s", "--contenders", "2");
-
-    assertThat(run.err()).contains("the consistent core (a local Raft cluster) is not built yet");
-    assertThat(run.exitCode()).as(run.out()).isZero();
-    assertThat(run.out())
-        .contains("2 contenders (node-1 to node-2)")
-        .contains("ttl 200ms")
-        .contains("runs 2s")
-        .contains("overlapping tenures: 0");
-  }
-
   private static int count(String regex, String text) {
     Matcher m = Pattern.compile(regex).matcher(text);
     assertThat(m.find()).as("'%s' in:%n%s", regex, text).isTrue();

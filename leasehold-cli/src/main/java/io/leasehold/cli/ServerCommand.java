@@ -1,0 +1,172 @@
+package io.leasehold.cli;
+
+import io.leasehold.server.CoreNode;
+import io.leasehold.server.NodeConfig;
+import io.leasehold.server.Peer;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code leasehold server}: one node of the consistent core, in the foreground. */
+@Command(
+    name = "server",
+    mixinStandardHelpOptions = true,
+    header = "Runs one node of the Leasehold core until Ctrl-C or SIGTERM.",
+    description = {
+      "Runs one node of the consistent core in the foreground, logging to stderr, until Ctrl-C or"
+          + " SIGTERM stops it cleanly. Start one on each machine with the same --peers; the"
+          + " cluster serves once a majority runs. Clients connect to any node's port; the nodes"
+          + " replicate through the port after it (Raft port = port + 1).",
+      "The data directory keeps the node's log and snapshots: a node started again on it"
+          + " recovers its data, and a whole cluster can be stopped and started again.",
+      "Exits 0 when stopped, 1 if the node cannot start (a port taken, an unusable data"
+          + " directory), 2 for bad options."
+    })
+final class ServerCommand implements Callable<Integer> {
+
+  // The ranges NodeConfig enforces, repeated here to name the command line's options.
+  static final Duration MIN_ELECTION_TIMEOUT = Duration.ofMillis(50);
+  static final Duration MAX_ELECTION_TIMEOUT = Duration.ofMinutes(1);
+  static final long MIN_SNAPSHOT_EVERY = 10;
+
+  @Spec private CommandSpec spec;
+
+  @Option(
+      names = "--id",
+      required = true,
+      paramLabel = "ID",
+      description = "This node's id; one of the ids in --peers.")
+  private String id;
+
+  @Option(
+      names = "--peers",
+      required = true,
+      paramLabel = "ID=HOST:PORT,...",
+      description = {
+        "Every node of the cluster, this one included, the same on every node: e.g.",
+        "n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000. Ids are 1 to 64 letters, digits,"
+            + " '-' or '_'; PORT (1 to 65534) is where clients connect, PORT + 1 is for Raft."
+      })
+  private String peers;
+
+  @Option(
+      names = "--data-dir",
+      required = true,
+      paramLabel = "DIR",
+      description = "Where the node keeps its Raft log and snapshots; created if missing, recovered"
+          + " if it holds a node's data.")
+  private Path dataDir;
+
+  @Option(
+      names = "--election-timeout",
+      paramLabel = "DURATION",
+      defaultValue = "300ms",
+      description = {
+        "Shortest Raft election timeout, 50ms to 1m (default: ${DEFAULT-VALUE}); the longest is"
+            + " twice it. Shorter: faster failover, more spurious elections on a loaded machine.",
+        "Use the same value on every node."
+      })
+  private Duration electionTimeout;
+
+  @Option(
+      names = "--snapshot-every",
+      paramLabel = "N",
+      defaultValue = "100000",
+      description = "Take a snapshot after N log entries, and drop the log before it; at least 10"
+          + " (default: ${DEFAULT-VALUE}).")
+  private long snapshotEvery;
+
+  /**
+   * {@return the node's configuration}
+   *
+   * @throws ParameterException naming the option that is wrong, the allowed range and the value
+   */
+  NodeConfig config() {
+    if (electionTimeout.compareTo(MIN_ELECTION_TIMEOUT) < 0
+        || electionTimeout.compareTo(MAX_ELECTION_TIMEOUT) > 0) {
+      throw bad(
+          "--election-timeout must be between "
+              + Durations.format(MIN_ELECTION_TIMEOUT)
+              + " and "
+              + Durations.format(MAX_ELECTION_TIMEOUT)
+              + "; was "
+              + Durations.format(electionTimeout));
+    }
+    if (snapshotEvery < MIN_SNAPSHOT_EVERY) {
+      throw bad("--snapshot-every must be at least " + MIN_SNAPSHOT_EVERY + "; was " + snapshotEvery);
+    }
+    List<Peer> cluster;
+    try {
+      cluster = Peer.parseAll(peers);
+    } catch (IllegalArgumentException e) {
+      throw bad("--peers is not valid: " + e.getMessage() + " (was '" + peers + "')");
+    }
+    if (cluster.stream().noneMatch(p -> p.id().equals(id))) {
+      throw bad(
+          "--id must be one of the ids in --peers ("
+              + String.join(", ", cluster.stream().map(Peer::id).toList())
+              + "); was '"
+              + id
+              + "'");
+    }
+    if (Files.exists(dataDir) && !Files.isDirectory(dataDir)) {
+      throw bad("--data-dir must be a directory; " + dataDir + " is a file");
+    }
+    try {
+      return NodeConfig.of(id, cluster, dataDir)
+          .withElectionTimeout(electionTimeout)
+          .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES);
+    } catch (IllegalArgumentException e) {
+      throw bad(e.getMessage());
+    }
+  }
+
+  @Override
+  public Integer call() {
+    NodeConfig config = config();
+    PrintWriter err = spec.commandLine().getErr();
+    Peer self = config.selfPeer();
+    try (Foreground foreground = new Foreground()) {
+      CoreNode node;
+      try {
+        node = CoreNode.start(config);
+      } catch (UncheckedIOException | IllegalStateException e) {
+        err.println("leasehold server: node " + id + " could not start: " + e.getMessage());
+        err.flush();
+        return 1;
+      }
+      try (node) {
+        err.println(
+            "leasehold server: node "
+                + id
+                + " of "
+                + config.peers().size()
+                + " runs: clients on "
+                + self.clientEndpoint()
+                + ", Raft on port "
+                + self.raftPort()
+                + ", data in "
+                + config.dataDir().toAbsolutePath()
+                + ". Ctrl-C or SIGTERM stops it.");
+        err.flush();
+        foreground.await(null);
+        err.println("leasehold server: stopping node " + id);
+        err.flush();
+      }
+    }
+    return 0;
+  }
+
+  private ParameterException bad(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+}

@@ -1,0 +1,166 @@
+package io.leasehold.cli;
+
+import io.grpc.Status;
+import io.leasehold.client.CoreBackendProvider;
+import io.leasehold.client.CoreClient;
+import io.leasehold.core.proto.NodeStatus;
+import io.leasehold.core.proto.StatusRequest;
+import io.leasehold.core.proto.StatusResponse;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code leasehold status}: each node of a core cluster, as it sees itself, and the counts. */
+@Command(
+    name = "status",
+    mixinStandardHelpOptions = true,
+    header = "Shows each node of a Leasehold cluster and what it holds.",
+    description = {
+      "Asks every node of the backend's URI for its own state (id, role, term, applied log index),"
+          + " marks the nodes that do not answer UNREACHABLE, and prints the number of sessions,"
+          + " keys and held leases of the cluster (a linearizable read through the leader).",
+      "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
+          + Backends.DEV_URI,
+      "Exits 0 if at least one node answered, 1 if none did, 2 for bad options."
+    })
+final class StatusCommand implements Callable<Integer> {
+
+  static final Duration MIN_TIMEOUT = Duration.ofMillis(100);
+  static final Duration MAX_TIMEOUT = Duration.ofMinutes(1);
+
+  @Spec private CommandSpec spec;
+
+  @Option(
+      names = "--backend",
+      paramLabel = "URI",
+      description = "The cluster, leasehold://host:port,host:port,... (default: see above).")
+  private String backend;
+
+  @Option(
+      names = "--timeout",
+      paramLabel = "DURATION",
+      defaultValue = "2s",
+      description = "How long each node has to answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
+  private Duration timeout;
+
+  /** One node's answer, or why there was none. */
+  private record Answer(InetSocketAddress endpoint, StatusResponse response, String failure) {}
+
+  @Override
+  public Integer call() {
+    String uri = Backends.orDefault(backend);
+    List<InetSocketAddress> endpoints = endpoints(uri);
+    if (timeout.compareTo(MIN_TIMEOUT) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
+      throw bad("--timeout must be between " + Durations.format(MIN_TIMEOUT) + " and "
+          + Durations.format(MAX_TIMEOUT) + "; was " + Durations.format(timeout));
+    }
+    List<Answer> answers = ask(endpoints);
+    PrintWriter out = spec.commandLine().getOut();
+    out.println("cluster " + uri);
+    out.printf("%-10s %-22s %-12s %8s %10s%n", "node", "address", "role", "term", "applied");
+    for (Answer a : answers) {
+      String address = a.endpoint.getHostString() + ":" + a.endpoint.getPort();
+      if (a.response == null) {
+        out.printf("%-10s %-22s %-12s %8s %10s   %s%n", "?", address, "UNREACHABLE", "-", "-", a.failure);
+      } else {
+        NodeStatus n = a.response.getNodes(0);
+        out.printf(
+            "%-10s %-22s %-12s %8d %10d%n", n.getId(), address, n.getRole(), n.getTerm(), n.getAppliedIndex());
+      }
+    }
+    List<Answer> answered = answers.stream().filter(a -> a.response != null).toList();
+    if (answered.isEmpty()) {
+      out.flush();
+      PrintWriter err = spec.commandLine().getErr();
+      err.println(
+          "leasehold status: no node of " + uri + " answered. Is the cluster running? Start a local one"
+              + " with `./leasehold dev`, or name yours with --backend or $" + Backends.ENV + ".");
+      err.flush();
+      return 1;
+    }
+    Optional<StatusResponse> leader =
+        answered.stream().map(Answer::response).filter(r -> !r.getLeaderId().isEmpty()).findFirst();
+    if (leader.isPresent()) {
+      StatusResponse r = leader.get();
+      out.printf(
+          "leader %s; sessions %d, keys %d, held leases %d (revision %d)%n",
+          r.getLeaderId(), r.getSessions(), r.getKeys(), r.getHeldLeases(), r.getRevision());
+    } else {
+      // A node without a leader cannot read the counts; the one with the newest revision says most.
+      StatusResponse r =
+          answered.stream().map(Answer::response).max(Comparator.comparingLong(StatusResponse::getRevision)).get();
+      out.printf(
+          "no leader among the nodes that answered; counts, if read: sessions %d, keys %d, held leases %d"
+              + " (revision %d)%n",
+          r.getSessions(), r.getKeys(), r.getHeldLeases(), r.getRevision());
+    }
+    out.flush();
+    return 0;
+  }
+
+  /** Each node separately and all at once: each answers for itself, so none may stand in for another. */
+  private List<Answer> ask(List<InetSocketAddress> endpoints) {
+    List<CoreClient> clients = new ArrayList<>();
+    try {
+      List<CompletableFuture<Answer>> calls = new ArrayList<>();
+      for (InetSocketAddress endpoint : endpoints) {
+        CoreClient client = new CoreClient(List.of(endpoint), timeout);
+        clients.add(client);
+        calls.add(
+            client
+                .<StatusResponse>call((stub, o) -> stub.status(StatusRequest.getDefaultInstance(), o))
+                .handle(
+                    (r, e) ->
+                        e == null && r.getNodesCount() > 0
+                            ? new Answer(endpoint, r, null)
+                            : new Answer(endpoint, null, e == null ? "(empty answer)" : why(e))));
+      }
+      return calls.stream().map(CompletableFuture::join).toList();
+    } finally {
+      clients.forEach(CoreClient::close);
+    }
+  }
+
+  private static String why(Throwable e) {
+    Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    Status s = Status.fromThrowable(t);
+    if (s.getCode() == Status.Code.DEADLINE_EXCEEDED) {
+      return "(no answer in time)";
+    }
+    if (s.getCode() == Status.Code.UNAVAILABLE) {
+      Throwable cause = s.getCause();
+      if (cause instanceof java.net.ConnectException) {
+        String m = String.valueOf(cause.getMessage());
+        return m.contains("refused") ? "(connection refused)" : "(cannot connect: " + m + ")";
+      }
+      return "(" + (cause != null ? cause.getMessage() : "unavailable: " + s.getDescription()) + ")";
+    }
+    return "(" + (t.getMessage() != null ? t.getMessage() : t.toString()) + ")";
+  }
+
+  private List<InetSocketAddress> endpoints(String uri) {
+    String source = backend != null ? "--backend" : "$" + Backends.ENV;
+    try {
+      return CoreBackendProvider.endpoints(uri);
+    } catch (IllegalArgumentException e) {
+      throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (status works on"
+          + " the consistent core only): " + e.getMessage());
+    }
+  }
+
+  private ParameterException bad(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+}
