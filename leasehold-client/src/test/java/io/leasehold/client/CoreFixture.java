@@ -5,11 +5,9 @@ import io.leasehold.core.proto.DeleteRequest;
 import io.leasehold.core.proto.DeleteResponse;
 import io.leasehold.server.LocalCluster;
 import io.leasehold.server.Peer;
-import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.ProcessGate;
 import io.leasehold.testkit.Contender;
 import io.leasehold.testkit.ContractFixture;
-import io.leasehold.testkit.TcpProxy;
+import io.leasehold.testkit.ProxiedContender;
 import io.leasehold.testkit.TimeControl;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -82,22 +80,14 @@ final class CoreFixture implements ContractFixture {
   }
 
   /** One process: its own proxies to every node, its own threads behind a gate. */
-  static final class CoreContender implements Contender {
-    private final List<TcpProxy> proxies = new ArrayList<>();
-    private final ProcessGate gate = new ProcessGate();
-    private final LeaseRuntime threads = LeaseRuntime.system("core-contender");
+  static final class CoreContender extends ProxiedContender {
     private final CoreBackend backend;
-    private boolean crashed;
-    private boolean closed;
 
     CoreContender(List<Peer> peers) {
-      List<InetSocketAddress> via = new ArrayList<>();
-      for (Peer p : peers) {
-        TcpProxy proxy = TcpProxy.start(new InetSocketAddress(p.host(), p.clientPort()));
-        proxies.add(proxy);
-        via.add(InetSocketAddress.createUnresolved(proxy.address().getHostString(), proxy.port()));
-      }
-      backend = new CoreBackend("leasehold://(proxied)", via, TTL.dividedBy(5), gate.wrap(threads));
+      super("core-contender", peers.stream().map(p -> new InetSocketAddress(p.host(), p.clientPort())).toList());
+      List<InetSocketAddress> via =
+          proxies().stream().map(p -> InetSocketAddress.createUnresolved(p.address().getHostString(), p.port())).toList();
+      backend = new CoreBackend("leasehold://(proxied)", via, TTL.dividedBy(5), runtime());
     }
 
     @Override
@@ -106,50 +96,8 @@ final class CoreFixture implements ContractFixture {
     }
 
     @Override
-    public void cutOff() {
-      proxies.forEach(TcpProxy::blackhole);
-    }
-
-    @Override
-    public void heal() {
-      proxies.forEach(TcpProxy::heal);
-    }
-
-    @Override
-    public void crash() {
-      crashed = true;
-      gate.crash();
-      proxies.forEach(TcpProxy::blackhole); // nothing more leaves this process
+    protected void abandon() {
       backend.abandon();
-    }
-
-    @Override
-    public void pause() {
-      gate.pause();
-      proxies.forEach(TcpProxy::blackhole);
-    }
-
-    @Override
-    public void resume() {
-      proxies.forEach(TcpProxy::heal);
-      gate.resume();
-    }
-
-    @Override
-    public void close() {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      if (!crashed) {
-        if (gate.state() == ProcessGate.State.PAUSED) {
-          resume();
-        }
-        heal();
-        backend.close();
-      }
-      threads.close();
-      proxies.forEach(TcpProxy::close);
     }
   }
 }

@@ -2,15 +2,13 @@ package io.leasehold.etcd;
 
 import io.etcd.jetcd.Client;
 import io.leasehold.LeaseBackend;
-import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.ProcessGate;
 import io.leasehold.testkit.Contender;
 import io.leasehold.testkit.ContractFixture;
+import io.leasehold.testkit.ProxiedContender;
 import io.leasehold.testkit.SuiteSettings;
-import io.leasehold.testkit.TcpProxy;
 import io.leasehold.testkit.TimeControl;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -79,21 +77,15 @@ final class EtcdFixture implements ContractFixture {
   @Override
   public void close() {}
 
-  static final class EtcdContender implements Contender {
-    private final TcpProxy proxy;
-    private final LeaseRuntime threads;
-    private final ProcessGate gate = new ProcessGate();
+  static final class EtcdContender extends ProxiedContender {
     private final EtcdBackend backend;
-    private boolean crashed;
-    private boolean paused;
 
     EtcdContender(EtcdCluster cluster) {
-      proxy = TcpProxy.start(cluster.clientAddress(0));
-      threads = LeaseRuntime.system("etcd-contender-" + CONTENDERS.incrementAndGet());
-      backend = EtcdBackend.open("etcd://127.0.0.1:" + proxy.port(), gate.wrap(threads));
+      super("etcd-contender-" + CONTENDERS.incrementAndGet(), List.of(cluster.clientAddress(0)));
+      backend = EtcdBackend.open("etcd://127.0.0.1:" + proxies().get(0).port(), runtime());
       // A process that has been up for a while is connected and has its session lease: the
       // suite's first acquire should not pay for the TCP and HTTP/2 set-up and the grant within
-      // its 200 ms operation timeout.
+      // its operation timeout.
       backend.connected().orTimeout(10, TimeUnit.SECONDS).join();
       backend.warmUp(SuiteSettings.forTtl("warm-up", "warm-up", TTL).build())
           .orTimeout(10, TimeUnit.SECONDS)
@@ -106,52 +98,8 @@ final class EtcdFixture implements ContractFixture {
     }
 
     @Override
-    public void cutOff() {
-      proxy.blackhole();
-    }
-
-    @Override
-    public void heal() {
-      proxy.heal();
-    }
-
-    @Override
-    public void crash() {
-      crashed = true;
-      gate.crash();
+    protected void abandon() {
       backend.closeAbruptly();
-      proxy.close();
-    }
-
-    @Override
-    public void pause() {
-      paused = true;
-      gate.pause();
-      proxy.blackhole();
-    }
-
-    @Override
-    public void resume() {
-      paused = false;
-      gate.resume();
-      // The deferred timers (deadline checks among them) go first, as in a woken process.
-      CompletableFuture<Void> drained = new CompletableFuture<>();
-      threads.timers().schedule(() -> drained.complete(null), 0);
-      drained.orTimeout(10, TimeUnit.SECONDS).join();
-      proxy.heal();
-    }
-
-    @Override
-    public void close() {
-      if (!crashed) {
-        if (paused) {
-          resume();
-        }
-        proxy.heal();
-        backend.close();
-      }
-      threads.close();
-      proxy.close();
     }
   }
 }

@@ -3,14 +3,13 @@ package io.leasehold.kubernetes;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.leasehold.LeaseBackend;
-import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.ProcessGate;
 import io.leasehold.testkit.Contender;
 import io.leasehold.testkit.ContractFixture;
-import io.leasehold.testkit.TcpProxy;
+import io.leasehold.testkit.ProxiedContender;
 import io.leasehold.testkit.TimeControl;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -67,26 +66,16 @@ final class KubernetesFixture implements ContractFixture {
   }
 
   /** One process: its own proxy, client and threads. */
-  static final class KubernetesContender implements Contender {
-    private final TcpProxy proxy;
-    private final ProcessGate gate = new ProcessGate();
+  static final class KubernetesContender extends ProxiedContender {
     private final KubernetesBackend backend;
-    private boolean crashed;
 
     KubernetesContender(MockApiServer server) {
-      proxy = TcpProxy.start(server.address());
-      LeaseRuntime threads = LeaseRuntime.system("k8s-" + CONTENDERS.incrementAndGet());
-      KubernetesClient client = MockApiServer.client(proxy.address());
+      super("k8s-" + CONTENDERS.incrementAndGet(), List.of(server.address()));
+      KubernetesClient client = MockApiServer.client(proxies().get(0).address());
       // One read first, so the client's start-up and first connection are not charged to the
-      // first lease operation of a test (its timeout is a fifth of the 1 s TTL).
+      // first lease operation of a test (its timeout is a fifth of the TTL).
       client.resources(Lease.class).inNamespace(MockApiServer.NAMESPACE).withName("warm-up").get();
-      backend =
-          new KubernetesBackend(
-              client,
-              MockApiServer.NAMESPACE,
-              gate.wrap(threads),
-              threads,
-              Clock.systemUTC());
+      backend = new KubernetesBackend(client, MockApiServer.NAMESPACE, runtime(), threads(), Clock.systemUTC());
     }
 
     @Override
@@ -95,42 +84,13 @@ final class KubernetesFixture implements ContractFixture {
     }
 
     @Override
-    public void cutOff() {
-      proxy.blackhole();
+    protected void abandon() {
+      // Nothing more gets through the black-holed proxy: no release ever reaches the server.
     }
 
     @Override
-    public void heal() {
-      proxy.heal();
-    }
-
-    @Override
-    public void crash() {
-      crashed = true;
-      gate.crash();
-      proxy.close(); // connections reset, nothing more gets through: no release ever
-    }
-
-    @Override
-    public void pause() {
-      gate.pause();
-      proxy.blackhole();
-    }
-
-    @Override
-    public void resume() {
-      proxy.heal();
-      gate.resume();
-    }
-
-    @Override
-    public void close() {
-      if (!crashed) {
-        proxy.heal();
-        gate.resume();
-      }
-      backend.close();
-      proxy.close();
+    protected void closeAfterCrash() {
+      backend.close(); // frees the client; its releases die on the closed proxy
     }
   }
 }

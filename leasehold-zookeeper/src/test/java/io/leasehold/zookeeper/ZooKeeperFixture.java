@@ -1,14 +1,14 @@
 package io.leasehold.zookeeper;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.ProcessGate;
 import io.leasehold.testkit.Contender;
 import io.leasehold.testkit.ContractFixture;
+import io.leasehold.testkit.ProxiedContender;
 import io.leasehold.testkit.TcpProxy;
 import io.leasehold.testkit.TimeControl;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.KeeperException;
@@ -73,18 +73,13 @@ final class ZooKeeperFixture implements ContractFixture {
   @Override
   public void close() {}
 
-  static final class ZooKeeperContender implements Contender {
-    private final TcpProxy proxy;
-    private final LeaseRuntime threads;
-    private final ProcessGate gate = new ProcessGate();
+  static final class ZooKeeperContender extends ProxiedContender {
     private final ZooKeeperBackend backend;
-    private boolean crashed;
 
     ZooKeeperContender(InetSocketAddress server, Duration sessionTimeout) {
-      proxy = TcpProxy.start(server);
-      threads = LeaseRuntime.system("zk-contender-" + CONTENDERS.incrementAndGet());
-      String uri = ZooKeeperServers.uri("127.0.0.1:" + proxy.port(), CHROOT, sessionTimeout);
-      backend = ZooKeeperBackend.open(ZooKeeperUri.parse(uri), gate.wrap(threads));
+      super("zk-contender-" + CONTENDERS.incrementAndGet(), List.of(server));
+      String uri = ZooKeeperServers.uri("127.0.0.1:" + proxy().port(), CHROOT, sessionTimeout);
+      backend = ZooKeeperBackend.open(ZooKeeperUri.parse(uri), runtime());
     }
 
     @Override
@@ -93,27 +88,17 @@ final class ZooKeeperFixture implements ContractFixture {
     }
 
     TcpProxy proxy() {
-      return proxy;
-    }
-
-    @Override
-    public void cutOff() {
-      proxy.blackhole();
+      return proxies().get(0);
     }
 
     /**
-     * Ends the partition and waits until the client is connected again. A real ZooKeeper client
-     * reconnects on its own schedule (a random back-off of up to a second between attempts, and
-     * a new session if the old one expired meanwhile); the suite expects the next operation after
-     * a heal to reach the store.
+     * Waits until the client is connected again. A real ZooKeeper client reconnects on its own
+     * schedule (a random back-off of up to a second between attempts, and a new session if the
+     * old one expired meanwhile); the suite expects the next operation after a heal to reach the
+     * store.
      */
     @Override
-    public void heal() {
-      proxy.heal();
-      awaitReconnected();
-    }
-
-    private void awaitReconnected() {
+    protected void afterHeal() {
       if (!backend.awaitConnected(RECONNECT_PATIENCE)) {
         throw new AssertionError(
             "the ZooKeeper client did not reconnect within " + RECONNECT_PATIENCE + " of the heal");
@@ -121,42 +106,17 @@ final class ZooKeeperFixture implements ContractFixture {
     }
 
     @Override
-    public void crash() {
-      crashed = true;
-      gate.crash();
-      proxy.blackhole();
+    protected void abandon() {
+      // Its traffic is black-holed: the session expires on the server, as a dead process's would.
     }
 
+    /**
+     * The crashed process's connections die with it (they are reset first); only then is its
+     * client closed, so that its session cannot say goodbye to the server.
+     */
     @Override
-    public void pause() {
-      gate.pause();
-      proxy.blackhole();
-    }
-
-    @Override
-    public void resume() {
-      proxy.heal();
-      gate.resume();
-    }
-
-    @Override
-    public void close() {
-      try {
-        if (crashed) {
-          // The crashed process's connections die with it; only then is its client closed, so
-          // that its session cannot say goodbye to the server.
-          proxy.close();
-        } else {
-          proxy.heal();
-          if (gate.state() == ProcessGate.State.PAUSED) {
-            gate.resume();
-          }
-        }
-        backend.close();
-      } finally {
-        proxy.close();
-        threads.close();
-      }
+    protected void closeAfterCrash() {
+      backend.close();
     }
   }
 }
