@@ -29,7 +29,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
     versionProvider = Main.Version.class,
     description = "Leasehold: distributed leases for Java.",
     footer = {"", "To see leases at work under faults: leasehold demo"},
-    subcommands = {DemoCommand.class, DevCommand.class, HelpCommand.class})
+    subcommands = {DemoCommand.class, DevCommand.class, RunCommand.class, HelpCommand.class})
 public final class Main implements Callable<Integer> {
 
   /** The SLF4J simple logger's level for the library's loggers; overrides simplelogger.properties. */
