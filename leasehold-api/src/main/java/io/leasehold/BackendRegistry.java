@@ -12,6 +12,12 @@ import java.util.regex.Pattern;
 /** Finds the {@link LeaseBackendProvider} for a URI's scheme; package-private. */
 final class BackendRegistry {
 
+  /** The Maven coordinates of the module that serves a scheme, for the error message. */
+  static String moduleHint(String scheme) {
+    String module = "leasehold".equals(scheme) ? "leasehold-client" : "leasehold-" + scheme;
+    return "io.leasehold:" + module;
+  }
+
   private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*):");
 
   private BackendRegistry() {}
@@ -37,7 +43,7 @@ final class BackendRegistry {
       throw new IllegalArgumentException(
           "no Leasehold backend for scheme '" + scheme + "' is on the class path or module path"
               + " (available: " + (available.isEmpty() ? "none" : String.join(", ", available))
-              + "); add the backend's module, for example io.leasehold:leasehold-" + scheme);
+              + "); add the backend's module, " + moduleHint(scheme));
     }
     if (matching.size() > 1) {
       List<String> classes = new ArrayList<>();

@@ -1,6 +1,7 @@
 package io.leasehold;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -145,6 +146,27 @@ public interface Lease extends AutoCloseable {
    * @return the token of the tenure now held
    */
   OptionalLong fencingToken();
+
+  /**
+   * Who held the lease when the store last refused an {@link #acquire()} of this object, as the
+   * store names that holder; for messages and logs ("held by worker-7#3f2a…"), never for
+   * decisions.
+   *
+   * <p>It is set each time an {@code acquire()} completes {@code false} and cleared each time one
+   * completes {@code true}, so it describes the last definite refusal. It is empty before any
+   * refusal, after a successful acquire, and when the store did not say who holds the lease (not
+   * every store can). The name is the store's: backends built on the engine of {@code
+   * leasehold-spi} record {@link HolderId#toString()}, {@code owner#incarnation}, but a store
+   * shared with other software may name holders its own way. By the time the caller reads it the
+   * lease may have changed hands again.
+   *
+   * <p>The default implementation knows no holder and returns empty.
+   *
+   * @return the holder named by the store in the last refusal, if it named one
+   */
+  default Optional<String> lastKnownHolder() {
+    return Optional.empty();
+  }
 
   /**
    * Registers a handler that is called once per unexpected loss of the lease: the TTL passed

@@ -21,8 +21,14 @@ class LeaseBackendTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage(
             "no Leasehold backend for scheme 'etcd' is on the class path or module path"
-                + " (available: echo, twin); add the backend's module, for example"
-                + " io.leasehold:leasehold-etcd");
+                + " (available: echo, twin); add the backend's module, io.leasehold:leasehold-etcd");
+  }
+
+  @Test
+  void theCoreSchemeNamesTheClientModule() {
+    assertThatThrownBy(() -> LeaseBackend.open("leasehold://127.0.0.1:7000"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageEndingWith("add the backend's module, io.leasehold:leasehold-client");
   }
 
   @Test

@@ -31,12 +31,14 @@ import picocli.CommandLine.UnmatchedArgumentException;
     footer = {
       "",
       "A local cluster to develop against: leasehold dev; then, in another terminal: leasehold status",
+      "A command run only while a lease is held: leasehold run --lease NAME -- COMMAND",
       "To see leases at work under faults: leasehold demo"
     },
     subcommands = {
       DevCommand.class,
       ServerCommand.class,
       StatusCommand.class,
+      RunCommand.class,
       DemoCommand.class,
       HelpCommand.class
     })

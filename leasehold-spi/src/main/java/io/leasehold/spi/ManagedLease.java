@@ -14,6 +14,7 @@ import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -78,6 +79,9 @@ public final class ManagedLease implements Lease {
 
   /** The latest tenure, live or over; {@link Tenancy#NONE} before the first. */
   private volatile Tenancy current = Tenancy.NONE;
+
+  /** The holder the store named in the last refused acquire(); null after a successful one. */
+  private volatile String lastKnownHolder;
 
   // Guarded by lock.
   private boolean closed;
@@ -152,6 +156,11 @@ public final class ManagedLease implements Lease {
     long d = t.deadline;
     long left = d == ENDED ? 0 : d - ticker.read();
     return left > 0 ? Duration.ofNanos(left) : Duration.ZERO;
+  }
+
+  @Override
+  public Optional<String> lastKnownHolder() {
+    return Optional.ofNullable(lastKnownHolder);
   }
 
   @Override
@@ -372,6 +381,7 @@ public final class ManagedLease implements Lease {
           elsewhere.holder().isEmpty() ? "another holder" : elsewhere.holder(),
           holder,
           attemptNo + 1);
+      lastKnownHolder = elsewhere.holder().isEmpty() ? null : elsewhere.holder();
       finishAcquire(result, false, null);
     } else {
       finishAcquire(
@@ -426,6 +436,7 @@ public final class ManagedLease implements Lease {
         tenure.token(),
         millis(deadline - now),
         millis(heartbeatNanos));
+    lastKnownHolder = null;
     finishAcquire(result, true, null);
     return null;
   }

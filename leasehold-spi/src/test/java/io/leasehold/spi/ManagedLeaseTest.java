@@ -425,4 +425,28 @@ class ManagedLeaseTest {
     assertThat(lease.fencingToken()).hasValue(3);
     assertThat(lease.remaining()).isEqualTo(WINDOW);
   }
+
+  @Test
+  void aRefusedAcquireRemembersTheHolderTheStoreNamedUntilAnAcquireSucceeds() {
+    ManagedLease lease = lease(settings().build());
+    assertThat(lease.lastKnownHolder()).isEmpty();
+
+    CompletableFuture<Boolean> refused = lease.acquire();
+    store.lastAcquire().reply().complete(new AcquireResult.HeldElsewhere("node-2#0123456789abcdef"));
+    assertThat(refused).isCompletedWithValue(false);
+    assertThat(lease.lastKnownHolder()).hasValue("node-2#0123456789abcdef");
+
+    CompletableFuture<Boolean> unnamed = lease.acquire();
+    store.lastAcquire().reply().complete(new AcquireResult.HeldElsewhere(""));
+    assertThat(unnamed).isCompletedWithValue(false);
+    assertThat(lease.lastKnownHolder()).as("the store named nobody this time").isEmpty();
+
+    CompletableFuture<Boolean> named = lease.acquire();
+    store.lastAcquire().reply().complete(new AcquireResult.HeldElsewhere("node-3#0123456789abcdef"));
+    assertThat(named).isCompletedWithValue(false);
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    store.grant(4);
+    assertThat(acquired).isCompletedWithValue(true);
+    assertThat(lease.lastKnownHolder()).as("we hold it now").isEmpty();
+  }
 }

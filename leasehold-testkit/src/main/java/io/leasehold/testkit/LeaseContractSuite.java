@@ -119,6 +119,27 @@ public abstract class LeaseContractSuite {
     assertThat(a.checkAlive()).isTrue();
   }
 
+  /**
+   * Not every store can say who holds a lease; one that does must name the holder that refused
+   * us, and the name is dropped once we hold the lease ourselves.
+   */
+  @Test
+  void aRefusedAcquireNamesTheHolderWhereTheStoreKnowsIt() {
+    String name = leaseName();
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    assertThat(b.lastKnownHolder()).as("before any refusal").isEmpty();
+    hold(a);
+
+    assertThat(result(b.acquire())).isFalse();
+    b.lastKnownHolder()
+        .ifPresent(holder -> assertThat(holder).as("the holder the store named").contains("owner-a"));
+
+    result(a.release());
+    assertThat(result(b.acquire())).isTrue();
+    assertThat(b.lastKnownHolder()).as("after a successful acquire").isEmpty();
+  }
+
   @Test
   void acquireAnswersFalseOnlyAfterItsRetriesAreSpent() {
     String name = leaseName();

@@ -1,0 +1,280 @@
+package io.leasehold.cli;
+
+import io.leasehold.Lease;
+import io.leasehold.LeaseLost;
+import io.leasehold.Subscription;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The logic of {@code leasehold run}, apart from option parsing so that tests can give it any
+ * lease: acquire (or wait for) the lease, run the command in its own process group while it is
+ * held, stop the group when the lease is lost, release when the command exits.
+ */
+final class LeaseRunner {
+
+  /** The lease is held elsewhere (no {@code --wait}), or {@code --timeout} passed (EX_TEMPFAIL). */
+  static final int HELD_ELSEWHERE = 75;
+
+  /** The lease was lost while the command ran; the command was stopped (EX_SOFTWARE). */
+  static final int LOST = 70;
+
+  /** Whether the lease is free could not be found out: store unreachable (EX_UNAVAILABLE). */
+  static final int UNAVAILABLE = 69;
+
+  /** The command could not be started, as a shell reports a command it cannot run. */
+  static final int CANNOT_START = 127;
+
+  /** This process was told to stop (SIGINT, SIGTERM) while waiting for the lease. */
+  static final int INTERRUPTED = 130;
+
+  private final Lease lease;
+  private final List<String> command;
+  private final boolean wait;
+  private final Duration timeout;
+  private final Duration grace;
+  private final PrintWriter err;
+
+  private final CountDownLatch wake = new CountDownLatch(1);
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private final CountDownLatch done = new CountDownLatch(1);
+  private volatile boolean stopRequested;
+
+  // Guarded by this.
+  private ProcessGroup group;
+  private boolean finished;
+  private LeaseLost loss;
+  private long lostToken;
+
+  /**
+   * @param timeout how long {@code --wait} waits; {@code null} for ever
+   * @param grace how long the command has between SIGTERM and SIGKILL after a loss
+   */
+  LeaseRunner(
+      Lease lease,
+      List<String> command,
+      boolean wait,
+      Duration timeout,
+      Duration grace,
+      PrintWriter err) {
+    this.lease = Objects.requireNonNull(lease, "lease");
+    this.command = List.copyOf(command);
+    this.wait = wait;
+    this.timeout = timeout;
+    this.grace = Objects.requireNonNull(grace, "grace");
+    this.err = Objects.requireNonNull(err, "err");
+  }
+
+  /** Acquires, runs the command, releases; returns the exit status for {@code leasehold run}. */
+  int run() throws InterruptedException {
+    Subscription subscription = lease.onLost(this::onLost);
+    try {
+      int refused = acquire();
+      if (refused >= 0) {
+        return refused;
+      }
+      return runHeld();
+    } finally {
+      subscription.cancel();
+      done.countDown();
+    }
+  }
+
+  /** @return -1 once held, else the exit status to end with */
+  private int acquire() throws InterruptedException {
+    long start = System.nanoTime();
+    boolean told = false;
+    int failures = 0;
+    for (; ; ) {
+      if (stopRequested) {
+        return INTERRUPTED;
+      }
+      Throwable error = null;
+      boolean won = false;
+      try {
+        won = lease.acquire().get();
+      } catch (ExecutionException e) {
+        error = e.getCause();
+      }
+      if (won) {
+        return -1;
+      }
+      String holder = lease.lastKnownHolder().map(h -> "held by " + h).orElse("held by another holder");
+      if (!wait) {
+        if (error != null) {
+          say("could not find out whether lease '" + lease.name() + "' is free: "
+              + error.getMessage());
+          return UNAVAILABLE;
+        }
+        say("lease '" + lease.name() + "' is " + holder
+            + "; not running the command (add --wait to wait for it)");
+        return HELD_ELSEWHERE;
+      }
+      if (error != null) {
+        say("could not reach the store for lease '" + lease.name() + "' (" + error.getMessage()
+            + "); still trying");
+      } else if (!told) {
+        say("lease '" + lease.name() + "' is " + holder + "; waiting for it"
+            + (timeout != null ? " for up to " + Durations.format(timeout) : ""));
+        told = true;
+      }
+      long pause = backoff(failures++);
+      if (timeout != null) {
+        long left = start + timeout.toNanos() - System.nanoTime();
+        if (left <= 0) {
+          say("gave up waiting for lease '" + lease.name() + "' after "
+              + Durations.format(timeout) + "; it is " + holder);
+          return HELD_ELSEWHERE;
+        }
+        pause = Math.min(pause, left);
+      }
+      if (wake.await(pause, TimeUnit.NANOSECONDS)) {
+        return INTERRUPTED;
+      }
+    }
+  }
+
+  /** Between the lease's retry interval and its heartbeat, doubling, with jitter. */
+  private long backoff(int failures) {
+    long first = lease.settings().retryInterval().toNanos();
+    long max = Math.max(first, lease.settings().heartbeatInterval().toNanos());
+    long d = first;
+    for (int i = 0; i < failures && d < max; i++) {
+      d = Math.min(max, d * 2);
+    }
+    return d / 2 + ThreadLocalRandom.current().nextLong(d / 2 + 1);
+  }
+
+  private int runHeld() throws InterruptedException {
+    OptionalLong token = lease.fencingToken();
+    ProcessGroup started;
+    synchronized (this) {
+      if (loss != null || token.isEmpty() || stopRequested) {
+        say("lease '" + lease.name() + "' was lost before the command started; not running it");
+        return LOST;
+      }
+      try {
+        started = ProcessGroup.start(
+            command,
+            Map.of(
+                "LEASEHOLD_LEASE", lease.name(),
+                "LEASEHOLD_OWNER", lease.owner(),
+                "LEASEHOLD_FENCING_TOKEN", Long.toString(token.getAsLong())));
+      } catch (IOException e) {
+        say(e.getMessage());
+        release();
+        return CANNOT_START;
+      }
+      group = started;
+      lostToken = token.getAsLong();
+    }
+    int status = started.waitFor();
+    LeaseLost lostWith;
+    synchronized (this) {
+      finished = true;
+      lostWith = loss;
+    }
+    if (lostWith != null) {
+      stopped.await(); // SIGKILL to what is left of the group has gone out
+      say("the command was stopped because lease '" + lease.name() + "' was lost; exit "
+          + LOST);
+      release(); // a no-op after a loss, unless a loss was the stop
+      return LOST;
+    }
+    release();
+    return status;
+  }
+
+  /** The lease's onLost handler: SIGTERM at once, SIGKILL after the grace, off this thread. */
+  private void onLost(LeaseLost reason) {
+    ProcessGroup g;
+    long token;
+    synchronized (this) {
+      if (finished || loss != null) {
+        return;
+      }
+      loss = reason;
+      g = group;
+      token = lostToken;
+    }
+    if (g == null) {
+      return; // before the command started: runHeld() sees the loss
+    }
+    say("lost lease '" + lease.name() + "' (token " + token + "): " + reason
+        + "; sending SIGTERM to the command's process group " + g.pid() + ", SIGKILL after "
+        + Durations.format(grace));
+    Thread stopper = new Thread(() -> stop(g), "leasehold-run-stopper");
+    stopper.setDaemon(true);
+    stopper.start();
+  }
+
+  /** SIGTERM now; SIGKILL to the whole group when the command exits or the grace ends. */
+  private void stop(ProcessGroup g) {
+    try {
+      g.signal("TERM");
+      g.waitFor(grace.toNanos());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      g.signal("KILL"); // also whatever the command left behind in its group
+      stopped.countDown();
+    }
+  }
+
+  /**
+   * For the JVM's shutdown hook (SIGINT, SIGTERM to {@code leasehold run}): the command is in its
+   * own session, so the terminal's signals do not reach it; pass the stop on, then wait until the
+   * lease is released.
+   */
+  void shutdown() {
+    stopRequested = true;
+    wake.countDown();
+    ProcessGroup g;
+    synchronized (this) {
+      g = finished ? null : group;
+    }
+    try {
+      if (g != null && g.isAlive()) {
+        g.signal("TERM");
+        if (!g.waitFor(grace.toNanos())) {
+          g.signal("KILL");
+        }
+      }
+      done.await(lease.settings().ttl().toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void release() {
+    try {
+      lease.release().get(lease.settings().ttl().toNanos(), TimeUnit.NANOSECONDS);
+    } catch (ExecutionException | CompletionException e) {
+      say("could not confirm the release of lease '" + lease.name() + "' (" + e.getCause()
+          + "); the store lets it expire within " + Durations.format(lease.settings().ttl()));
+    } catch (TimeoutException e) {
+      say("no answer to the release of lease '" + lease.name() + "'; the store lets it expire"
+          + " within " + Durations.format(lease.settings().ttl()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void say(String message) {
+    synchronized (err) {
+      err.println("leasehold run: " + message);
+      err.flush();
+    }
+  }
+}
