@@ -133,7 +133,14 @@ final class RunCommand implements Callable<Integer> {
       Thread hook = new Thread(runner::shutdown, "leasehold-run-shutdown");
       Runtime.getRuntime().addShutdownHook(hook);
       try {
-        return runner.run();
+        int status = runner.run();
+        if (status == LeaseRunner.UNAVAILABLE) {
+          err.println(
+              "leasehold run: is the store running? Start a local cluster with `./leasehold dev`,"
+                  + " or name yours with --backend or $" + Backends.ENV + ".");
+          err.flush();
+        }
+        return status;
       } finally {
         try {
           Runtime.getRuntime().removeShutdownHook(hook);

@@ -69,6 +69,17 @@ class RunCommandTest {
   }
 
   @Test
+  void anUnreachableStoreExits69WithAHint() throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+      port = free.getLocalPort(); // closed again: nothing listens there
+    }
+    assertThat(run("run", "--backend", "leasehold://127.0.0.1:" + port, "--lease", "jobs", "--", "true"))
+        .isEqualTo(69);
+    assertThat(err.toString()).contains("no node of [127.0.0.1:" + port + "] answered").contains("is the store running?");
+  }
+
+  @Test
   void timeoutWithoutWaitIsBadUsage() {
     assertThat(run("run", "--backend", "memory:", "--lease", "jobs", "--timeout", "1s", "--", "true"))
         .isEqualTo(2);

@@ -106,7 +106,8 @@ public final class CoreClient implements AutoCloseable {
       BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, CompletableFuture<T> result, int tried, Throwable last) {
     if (tried >= 2 * channels.length) {
       result.completeExceptionally(
-          new LeaseStoreUnavailableException("no node of " + endpoints + " answered: " + describe(last), last));
+          new LeaseStoreUnavailableException(
+              "no node of " + describe(endpoints) + " answered: " + describe(last), last));
       return;
     }
     int node = current.get();
@@ -127,7 +128,7 @@ public final class CoreClient implements AutoCloseable {
             Status.Code code = Status.fromThrowable(t).getCode();
             if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
-              log.debug("node {} did not answer ({}); trying the next", endpoints.get(node), describe(t));
+              log.debug("node {} did not answer ({}); trying the next", describe(endpoints.get(node)), describe(t));
               current.compareAndSet(node, (node + 1) % channels.length);
               attempt(rpc, result, tried + 1, t);
             } else {
@@ -211,6 +212,14 @@ public final class CoreClient implements AutoCloseable {
       cause = cause.getCause();
     }
     return false;
+  }
+
+  private static String describe(InetSocketAddress a) {
+    return a.getHostString() + ":" + a.getPort();
+  }
+
+  private static String describe(List<InetSocketAddress> endpoints) {
+    return endpoints.stream().map(CoreClient::describe).collect(java.util.stream.Collectors.joining(", ", "[", "]"));
   }
 
   private static String describe(Throwable t) {
