@@ -266,6 +266,65 @@ class CoreClusterTest {
   }
 
   @Test
+  void aWatchResumedOnAnotherNodeAfterItsNodeDiedMissesNothing() throws Exception {
+    start("watch-resume", c -> c);
+    List<InetSocketAddress> nodes = CoreFixture.endpoints(cluster.peers());
+    int leader = cluster.leader().orElseThrow();
+    int watched = (leader + 1) % 3; // a follower serves the first watch
+    int other = (leader + 2) % 3;
+    CoreClient writer = client();
+    put(writer, "cfg/a", "1");
+    long from = get(writer, "cfg/a").getRevision();
+
+    List<Event> events = new ArrayList<>();
+    Runnable first = client(List.of(nodes.get(watched))).watch(watch(from), collect(events));
+    await().atMost(PATIENCE).until(() -> size(events) == 1);
+    cluster.stopNode(watched);
+    put(writer, "cfg/b", "2"); // written while no watch runs
+    put(writer, "cfg/c", "3");
+    first.run();
+
+    long next;
+    synchronized (events) {
+      next = events.get(events.size() - 1).getKv().getModRevision() + 1;
+    }
+    Runnable resumed = client(List.of(nodes.get(other))).watch(watch(next), collect(events));
+    later(resumed::run);
+    put(writer, "cfg/d", "4");
+    await("every put, each once, in order").atMost(PATIENCE).until(() -> size(events) == 4);
+    synchronized (events) {
+      assertThat(events).extracting(e -> e.getKv().getKey()).containsExactly("cfg/a", "cfg/b", "cfg/c", "cfg/d");
+    }
+  }
+
+  private static WatchRequest watch(long fromRevision) {
+    return WatchRequest.newBuilder().setKey("cfg/").setPrefix(true).setStartRevision(fromRevision).build();
+  }
+
+  private static int size(List<Event> events) {
+    synchronized (events) {
+      return events.size();
+    }
+  }
+
+  private static StreamObserver<WatchResponse> collect(List<Event> into) {
+    return new StreamObserver<>() {
+      @Override
+      public void onNext(WatchResponse value) {
+        synchronized (into) {
+          into.addAll(value.getEventsList());
+        }
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    };
+  }
+
+  @Test
   void closingABackendRevokesItsSessionsAtOnce() throws Exception {
     start("close", c -> c);
     LeaseBackend backend = LeaseBackend.open(cluster.uri());
