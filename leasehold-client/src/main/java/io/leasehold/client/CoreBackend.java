@@ -36,8 +36,14 @@ public final class CoreBackend implements LeaseBackend {
     this.leases = new OpenLeases(uri);
     this.sessions =
         new Sessions(
-            client, runtime.ticker(), runtime.timers(), processName(), attemptTimeout, this::sessionEnded);
-    this.watch = new LeaseWatch(client, runtime.timers(), new Losses());
+            client,
+            runtime.ticker(),
+            runtime.timers(),
+            processName(),
+            attemptTimeout,
+            this::sessionGranted,
+            this::sessionEnded);
+    this.watch = new LeaseWatch(client, runtime.timers(), new Losses(), sessions::liveIds);
     this.store = new CoreLeaseStore(client, sessions, watch);
   }
 
@@ -95,6 +101,10 @@ public final class CoreBackend implements LeaseBackend {
     watch.close();
     sessions.close();
     client.close();
+  }
+
+  private void sessionGranted() {
+    watch.sessionsChanged();
   }
 
   private void sessionEnded(long sessionId) {

@@ -10,7 +10,9 @@ import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
 import io.leasehold.spi.Scheduler;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,15 +41,28 @@ final class LeaseWatch implements AutoCloseable {
   private final CoreClient client;
   private final Scheduler timers;
   private final Losses losses;
+  private final Supplier<List<Long>> sessionIds;
   private long nextRevision; // guarded by this
   private Runnable cancel; // guarded by this
   private boolean started; // guarded by this
   private boolean closed; // guarded by this
 
-  LeaseWatch(CoreClient client, Scheduler timers, Losses losses) {
+  /**
+   * @param sessionIds this backend's live sessions: the core sends only events of keys attached
+   *     to them, so a backend is not told every other client's changes
+   */
+  LeaseWatch(CoreClient client, Scheduler timers, Losses losses, Supplier<List<Long>> sessionIds) {
     this.client = client;
     this.timers = timers;
     this.losses = losses;
+    this.sessionIds = sessionIds;
+  }
+
+  /** A session was granted: watch its keys too (from where the watch is, so nothing is missed). */
+  synchronized void sessionsChanged() {
+    if (started && !closed) {
+      restart();
+    }
   }
 
   /** Makes sure a watch runs; before any tenure exists it may start from "now". */
@@ -76,11 +91,17 @@ final class LeaseWatch implements AutoCloseable {
   }
 
   private synchronized void open() {
-    if (closed) {
-      return;
+    List<Long> sessions = sessionIds.get();
+    if (closed || sessions.isEmpty()) {
+      return; // no session, so no key of ours to watch; a new session opens the watch again
     }
     WatchRequest request =
-        WatchRequest.newBuilder().setKey(LEASE_PREFIX).setPrefix(true).setStartRevision(nextRevision).build();
+        WatchRequest.newBuilder()
+            .setKey(LEASE_PREFIX)
+            .setPrefix(true)
+            .setStartRevision(nextRevision)
+            .addAllSessionIds(sessions)
+            .build();
     Object[] self = new Object[1];
     StreamObserver<WatchResponse> observer =
         new StreamObserver<>() {

@@ -66,6 +66,7 @@ final class Sessions implements AutoCloseable {
   private Scheduler.Cancellable nextTick;
 
   private final long roundTimeoutNanos;
+  private final Runnable onGranted;
 
   Sessions(
       CoreClient client,
@@ -73,8 +74,10 @@ final class Sessions implements AutoCloseable {
       Scheduler timers,
       String owner,
       Duration roundTimeout,
+      Runnable onGranted,
       LongConsumer onSessionEnded) {
     this.roundTimeoutNanos = roundTimeout.toNanos();
+    this.onGranted = onGranted;
     this.client = client;
     this.ticker = ticker;
     this.timers = timers;
@@ -122,6 +125,7 @@ final class Sessions implements AutoCloseable {
               s.confirmedSentAt = sentAt;
               s.id = response.getSessionId();
               log.debug("session {} granted (ttl {} ms)", s.id, s.ttlMillis);
+              onGranted.run();
               s.granted.complete(s);
               scheduleRound(0);
             });
@@ -271,6 +275,17 @@ final class Sessions implements AutoCloseable {
     log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
     settle(s, false);
     onSessionEnded.accept(s.id);
+  }
+
+  /** {@return the ids of the sessions granted and not ended} */
+  List<Long> liveIds() {
+    List<Long> ids = new ArrayList<>();
+    for (Session s : byTtl.values()) {
+      if (s.id > 0 && !s.ended) {
+        ids.add(s.id);
+      }
+    }
+    return ids;
   }
 
   /** The core said this session is gone (a call named it unknown). */

@@ -59,6 +59,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   static final int MAX_VALUE_BYTES = 1024 * 1024;
   static final int MAX_LEASE_NAME_CHARS = 256;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
+  static final int MAX_WATCHED_SESSIONS = 1000;
 
   private final RaftGateway raft;
   private final WatchHub watches;
@@ -134,11 +135,17 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void watch(WatchRequest request, StreamObserver<WatchResponse> out) {
+    if (request.getSessionIdsCount() > MAX_WATCHED_SESSIONS) {
+      invalid(out, "session_ids may name at most " + MAX_WATCHED_SESSIONS + " sessions; was "
+          + request.getSessionIdsCount());
+      return;
+    }
     ServerCallStreamObserver<WatchResponse> stream = (ServerCallStreamObserver<WatchResponse>) out;
     boolean started =
         watches.watch(
             request.getKey(),
             request.getPrefix(),
+            java.util.Set.copyOf(request.getSessionIdsList()),
             request.getStartRevision(),
             new WatchHub.Sink() {
               @Override

@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -24,9 +25,12 @@ final class WatchHub {
     boolean isClosed();
   }
 
-  private record Watcher(String key, boolean prefix, Sink sink) {
+  private record Watcher(String key, boolean prefix, Set<Long> sessions, Sink sink) {
     boolean matches(Event e) {
       String k = e.getKv().getKey();
+      if (!sessions.isEmpty() && !sessions.contains(e.getKv().getSessionId())) {
+        return false;
+      }
       return prefix ? k.startsWith(key) : k.equals(key);
     }
   }
@@ -82,7 +86,18 @@ final class WatchHub {
    *     the oldest revision it may ask for)
    */
   synchronized boolean watch(String key, boolean prefix, long startRevision, Sink sink) {
-    Watcher watcher = new Watcher(key, prefix, sink);
+    return watch(key, prefix, Set.of(), startRevision, sink);
+  }
+
+  /**
+   * Starts a watch on the keys attached to some sessions only.
+   *
+   * @param sessions only events of keys attached to one of these; empty for all keys
+   * @param startRevision the first revision to deliver; 0 for "from the next change"
+   * @return false if {@code startRevision} is older than the retained history
+   */
+  synchronized boolean watch(String key, boolean prefix, Set<Long> sessions, long startRevision, Sink sink) {
+    Watcher watcher = new Watcher(key, prefix, Set.copyOf(sessions), sink);
     if (startRevision != 0) {
       if (startRevision <= retainedAfter) {
         sink.send(WatchResponse.newBuilder().setCompactRevision(retainedAfter + 1).build());

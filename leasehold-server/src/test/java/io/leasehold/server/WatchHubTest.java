@@ -61,6 +61,16 @@ class WatchHubTest {
   }
 
   @Test
+  void aWatcherNamingSessionsSeesOnlyTheirKeys() {
+    Recorder mine = new Recorder();
+    hub.watch("app/", true, java.util.Set.of(7L), 0, mine);
+    hub.publish(List.of(put("app/mine", 1).toBuilder().setKv(KeyValue.newBuilder().setKey("app/mine").setModRevision(1).setSessionId(7)).build()));
+    hub.publish(List.of(put("app/theirs", 2).toBuilder().setKv(KeyValue.newBuilder().setKey("app/theirs").setModRevision(2).setSessionId(8)).build()));
+    hub.publish(List.of(put("app/unattached", 3)));
+    assertThat(mine.revisions()).containsExactly(1L);
+  }
+
+  @Test
   void afterASnapshotLoadOlderRevisionsAreUnknown() {
     hub.reset(10);
     Recorder w = new Recorder();
