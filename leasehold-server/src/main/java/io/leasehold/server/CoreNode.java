@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -59,7 +60,10 @@ public final class CoreNode implements AutoCloseable {
   private final NodeConfig config;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
-  private final LeaseStateMachine stateMachine = new LeaseStateMachine(keeper, watches);
+  /** Completes each time this node becomes a ready leader; replaced once it is observed. */
+  private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
+  private final LeaseStateMachine stateMachine =
+      new LeaseStateMachine(keeper, watches, () -> leaderReady.complete(null));
   private final Set<Long> expiring = ConcurrentHashMap.newKeySet();
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
@@ -240,6 +244,18 @@ public final class CoreNode implements AutoCloseable {
     } catch (IOException e) {
       return false;
     }
+  }
+
+  /**
+   * {@return completes the next time this node becomes a ready leader (at once if it has since
+   * the last call)}
+   */
+  CompletableFuture<Void> nextLeaderReady() {
+    CompletableFuture<Void> f = leaderReady;
+    if (f.isDone()) {
+      leaderReady = new CompletableFuture<>();
+    }
+    return f;
   }
 
   /** {@return the index of the last log entry this node applied} */

@@ -51,9 +51,15 @@ final class LeaseStateMachine extends BaseStateMachine {
   private volatile RaftServer.Division division;
   private volatile long loadedSnapshotIndex = -1;
 
-  LeaseStateMachine(SessionKeeper keeper, WatchHub watches) {
+  private final Runnable onLeaderReady;
+
+  /**
+   * @param onLeaderReady called when this node leads and has committed an entry of its term
+   */
+  LeaseStateMachine(SessionKeeper keeper, WatchHub watches, Runnable onLeaderReady) {
     this.keeper = keeper;
     this.watches = watches;
+    this.onLeaderReady = onLeaderReady;
   }
 
   /** {@return the log index of the last snapshot loaded (at start, or installed from the leader)} */
@@ -210,6 +216,7 @@ final class LeaseStateMachine extends BaseStateMachine {
   @Override
   public void notifyLeaderReady() {
     keeper.rearmAll();
+    onLeaderReady.run();
   }
 
   private static Message message(byte[] bytes) {

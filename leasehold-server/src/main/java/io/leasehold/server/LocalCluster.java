@@ -9,6 +9,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
@@ -75,21 +79,28 @@ public final class LocalCluster implements AutoCloseable {
   public int awaitLeader(Duration atMost) {
     long deadline = System.nanoTime() + atMost.toNanos();
     while (true) {
+      List<CompletableFuture<Void>> signals = new ArrayList<>();
       synchronized (this) {
         for (int i = 0; i < nodes.length; i++) {
-          if (nodes[i] != null && nodes[i].isLeaderReady()) {
-            return i;
+          if (nodes[i] != null) {
+            signals.add(nodes[i].nextLeaderReady());
+            if (nodes[i].isLeaderReady()) {
+              return i;
+            }
           }
         }
       }
-      if (System.nanoTime() - deadline > 0) {
-        throw new IllegalStateException("no leader was elected within " + atMost.toMillis() + " ms");
-      }
+      long left = deadline - System.nanoTime();
       try {
-        Thread.sleep(10); // polling a cluster we started; no event to wait on
+        // Wakes when some node becomes a ready leader; then checks which one still is.
+        CompletableFuture.anyOf(signals.toArray(CompletableFuture[]::new)).get(Math.max(left, 0), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        throw new IllegalStateException("no leader was elected within " + atMost.toMillis() + " ms", e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for a leader", e);
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("waiting for a leader failed", e);
       }
     }
   }
