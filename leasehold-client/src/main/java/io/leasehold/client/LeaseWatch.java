@@ -93,6 +93,7 @@ final class LeaseWatch implements AutoCloseable {
   private synchronized void open() {
     List<Long> sessions = sessionIds.get();
     if (closed || sessions.isEmpty()) {
+      current = null; // a cancelled watch's last words are then ignored
       return; // no session, so no key of ours to watch; a new session opens the watch again
     }
     WatchRequest request =
@@ -171,6 +172,11 @@ final class LeaseWatch implements AutoCloseable {
         .whenComplete(
             (current, error) -> {
               if (error != null) {
+                synchronized (this) {
+                  if (closed) {
+                    return;
+                  }
+                }
                 timers.schedule(this::resync, RETRY_NANOS);
                 return;
               }

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,7 +40,8 @@ final class Sessions implements AutoCloseable {
     volatile boolean ended;
     final CompletableFuture<Session> granted = new CompletableFuture<>();
     /** Completes when the next round is answered: true if the session is alive. */
-    volatile CompletableFuture<Boolean> nextRound = new CompletableFuture<>();
+    final AtomicReference<CompletableFuture<Boolean>> nextRound =
+        new AtomicReference<>(new CompletableFuture<>());
 
     Session(long ttlMillis) {
       this.ttlMillis = ttlMillis;
@@ -61,6 +63,8 @@ final class Sessions implements AutoCloseable {
   private final Map<Long, Long> sentAtBySequence = new ConcurrentHashMap<>();
   private final Object streamLock = new Object();
   private StreamObserver<KeepAliveRequest> stream;
+  /** The response side of {@link #stream}; a late failure of an older stream is ignored. */
+  private Responses streamResponses;
   private long sequence;
   private volatile boolean closed;
   private Scheduler.Cancellable nextTick;
@@ -91,7 +95,9 @@ final class Sessions implements AutoCloseable {
    * @return completes when the session is granted
    */
   CompletableFuture<Session> forTtl(Duration ttl) {
-    long ttlMillis = Math.max(1, ttl.toMillis());
+    // Whole milliseconds, rounded up: the store must never keep a session shorter than the TTL
+    // the holder computes its deadline from.
+    long ttlMillis = Math.max(1, (ttl.toNanos() + 999_999) / 1_000_000);
     Session s =
         byTtl.compute(ttlMillis, (k, existing) -> existing != null && !existing.ended ? existing : new Session(k));
     if (s.id == 0 && !s.granted.isDone()) {
@@ -139,8 +145,12 @@ final class Sessions implements AutoCloseable {
     if (s.ended) {
       return CompletableFuture.completedFuture(false);
     }
-    CompletableFuture<Boolean> next = s.nextRound;
-    scheduleRound(0);
+    CompletableFuture<Boolean> next = s.nextRound.get();
+    // A round in flight answers for every renewal that waits; only without one is a round sent
+    // now, so failing rounds do not multiply with the number of leases.
+    if (sentAtBySequence.isEmpty()) {
+      scheduleRound(0);
+    }
     return next;
   }
 
@@ -178,16 +188,18 @@ final class Sessions implements AutoCloseable {
       sentAtBySequence.put(seq, ticker.read());
       try {
         if (stream == null) {
-          stream = client.keepAlive(new Responses());
+          streamResponses = new Responses();
+          stream = client.keepAlive(streamResponses);
         }
         stream.onNext(KeepAliveRequest.newBuilder().addAllSessionIds(ids).setSequence(seq).build());
         // A node that cannot reach a leader may sit on the request: give up on it in time and
         // try the next node, rather than wait for it while the holders' deadlines run out.
         StreamObserver<KeepAliveRequest> sentOn = stream;
-        timers.schedule(() -> abandonIfUnanswered(seq, sentOn), roundTimeoutNanos);
+        timers.schedule(() -> abandonIfUnanswered(seq, sentOn), Math.min(roundTimeoutNanos, interval));
       } catch (RuntimeException e) {
         log.debug("keep-alive send failed", e);
         stream = null;
+        streamResponses = null;
       }
       nextTick = timers.schedule(this::round, interval);
     }
@@ -244,7 +256,11 @@ final class Sessions implements AutoCloseable {
 
   private void streamFailed(Responses which, Throwable t) {
     synchronized (streamLock) {
+      if (which != streamResponses) {
+        return; // an older stream, already replaced
+      }
       stream = null;
+      streamResponses = null;
     }
     sentAtBySequence.clear();
     if (!closed) {
@@ -253,17 +269,13 @@ final class Sessions implements AutoCloseable {
       LeaseStoreUnavailableException failure =
           new LeaseStoreUnavailableException("keep-alive not confirmed: " + (t == null ? "stream closed" : t.getMessage()), t);
       for (Session s : byTtl.values()) {
-        CompletableFuture<Boolean> f = s.nextRound;
-        s.nextRound = new CompletableFuture<>();
-        f.completeExceptionally(failure);
+        s.nextRound.getAndSet(new CompletableFuture<>()).completeExceptionally(failure);
       }
     }
   }
 
   private static void settle(Session s, boolean alive) {
-    CompletableFuture<Boolean> f = s.nextRound;
-    s.nextRound = new CompletableFuture<>();
-    f.complete(alive);
+    s.nextRound.getAndSet(new CompletableFuture<>()).complete(alive);
   }
 
   private void end(Session s) {

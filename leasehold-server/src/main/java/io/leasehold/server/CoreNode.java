@@ -195,7 +195,10 @@ public final class CoreNode implements AutoCloseable {
           continue; // already on its way through the log
         }
         log.info("node {}: session {} expired; deleting it and its keys", config.self(), sessionId);
-        Command expire = Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(sessionId)).build();
+        Command expire =
+            Command.newBuilder()
+                .setExpire(Expire.newBuilder().setSessionId(sessionId).setTerm(info.getCurrentTerm()))
+                .build();
         gateway.write(expire).whenComplete((reply, error) -> {
           expiring.remove(sessionId);
           if (error != null) {

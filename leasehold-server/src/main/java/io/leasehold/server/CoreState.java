@@ -106,10 +106,11 @@ final class CoreState {
    * Applies one log entry.
    *
    * @param index the entry's log index (also the id of a session it grants)
+   * @param term the term in which the entry was appended
    * @param command the entry
    * @return the reply, the events, and the session change
    */
-  synchronized Applied apply(long index, Command command) {
+  synchronized Applied apply(long index, long term, Command command) {
     CallId call = callOf(command);
     Calls calls = null;
     if (call != null) {
@@ -122,7 +123,7 @@ final class CoreState {
       }
     }
     List<Event> events = new ArrayList<>(1);
-    Applied applied = execute(index, command, events);
+    Applied applied = execute(index, term, command, events);
     if (calls != null) {
       calls.replies.put(call.getCallId(), applied.reply());
       if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
@@ -137,13 +138,17 @@ final class CoreState {
     return applied;
   }
 
-  private Applied execute(long index, Command command, List<Event> events) {
+  private Applied execute(long index, long term, Command command, List<Event> events) {
     switch (command.getKindCase()) {
       case GRANT:
         return grant(index, command.getGrant());
       case REVOKE:
         return revoke(command.getRevoke(), events);
       case EXPIRE:
+        if (command.getExpire().getTerm() != term) {
+          // Decided by a leader that has since been deposed; its successor re-armed the session.
+          return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+        }
         return endSession(command.getExpire().getSessionId(), "session expired", events);
       case PUT:
         return put(command.getPut(), events);
@@ -244,7 +249,12 @@ final class CoreState {
       String holder = current.getValue().toStringUtf8();
       boolean sameHolder = holder.equals(acquire.getHolder());
       if (sameHolder && current.getLeaseRequestId() == acquire.getRequestId()) {
-        // A retry whose first reply was lost: the same tenure.
+        // A retry whose first reply was lost: the same tenure. If the retry comes through another
+        // session of the holder, the key moves to it (same token), so that it lives and dies with
+        // the session the holder now renews.
+        if (current.getSessionId() != acquire.getSessionId()) {
+          write(key, current.getValue(), acquire.getSessionId(), acquire.getRequestId(), events);
+        }
         response.setAcquired(true).setToken(current.getCreateRevision());
         return new Applied(ok(response.build().toByteString()), events, NONE);
       }

@@ -144,14 +144,14 @@ final class LeaseStateMachine extends BaseStateMachine {
     try {
       Command command =
           Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
-      applied = state.apply(index, command);
+      applied = state.apply(index, entry.getTerm(), command);
     } catch (IOException e) {
       // Every replica fails the same entry the same way; nothing was changed.
       log.error("{}: log entry {} is not a command; skipped", getId(), index, e);
       updateLastAppliedTermIndex(entry.getTerm(), index);
       return CompletableFuture.failedFuture(e);
     }
-    updateLastAppliedTermIndex(entry.getTerm(), index);
+    // The keeper first: a read (a keep-alive) may run as soon as the applied index moves.
     CoreState.Change change = applied.change();
     if (change instanceof CoreState.Change.Granted granted) {
       keeper.granted(granted.sessionId(), granted.ttlMillis());
@@ -159,6 +159,7 @@ final class LeaseStateMachine extends BaseStateMachine {
       keeper.ended(ended.sessionId());
     }
     watches.publish(applied.events());
+    updateLastAppliedTermIndex(entry.getTerm(), index);
     return CompletableFuture.completedFuture(message(applied.reply().toByteArray()));
   }
 

@@ -48,20 +48,24 @@ final class SessionKeeper {
   }
 
   /**
-   * Extends a session by its TTL from now.
+   * Extends a session by its TTL from now, unless its deadline has already passed: the expiry is
+   * then on its way through the log, and a session once expired never comes back.
    *
-   * @return false if this node does not know the session
+   * @return false if this node does not know the session, or its deadline passed
    */
   boolean keepAlive(long sessionId) {
     Deadline d = deadlines.get(sessionId);
     if (d == null) {
       return false;
     }
-    long extended = nanoClock.getAsLong() + d.ttlNanos;
+    long now = nanoClock.getAsLong();
     // Two keep-alives may race; the later deadline wins, a deadline never moves back.
     synchronized (d) {
-      if (extended - d.expiresAt > 0) {
-        d.expiresAt = extended;
+      if (now - d.expiresAt >= 0) {
+        return false;
+      }
+      if (now + d.ttlNanos - d.expiresAt > 0) {
+        d.expiresAt = now + d.ttlNanos;
       }
     }
     return true;

@@ -45,10 +45,19 @@ final class WatchHub {
     this.capacity = capacity;
   }
 
-  /** The state was replaced (snapshot loaded) at {@code revision}: older history is unknown. */
+  /**
+   * The state was replaced (snapshot loaded) at {@code revision}: older history is unknown. Every
+   * watcher may have missed events up to it, so each is told to re-read and watch again.
+   */
   synchronized void reset(long revision) {
     history.clear();
     retainedAfter = revision;
+    for (Watcher w : watchers) {
+      if (!w.sink().isClosed()) {
+        w.sink().send(WatchResponse.newBuilder().setCompactRevision(revision + 1).build());
+      }
+    }
+    watchers.clear();
   }
 
   /** Events of one applied entry, all of one revision. */

@@ -28,8 +28,10 @@ class CoreStateTest {
   private long index;
   private long calls;
 
+  private long term = 1;
+
   private CoreState.Applied apply(Command command) {
-    return state.apply(++index, command);
+    return state.apply(++index, term, command);
   }
 
   private CallId call() {
@@ -112,7 +114,7 @@ class CoreStateTest {
       apply(Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call()).setKey(k).setValue(ByteString.copyFromUtf8("v")).setSessionId(s)).build());
     }
     long before = state.revision();
-    CoreState.Applied expired = apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(s)).build());
+    CoreState.Applied expired = apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(s).setTerm(term)).build());
     assertThat(expired.change()).isEqualTo(new CoreState.Change.Ended(s));
     assertThat(expired.events()).extracting(Event::getType).containsExactly(Event.Type.DELETE, Event.Type.DELETE);
     assertThat(expired.events()).allSatisfy(e -> {
@@ -121,6 +123,31 @@ class CoreStateTest {
     });
     assertThat(state.counts().getKeys()).isZero();
     assertThat(state.hasSession(s)).isFalse();
+  }
+
+  @Test
+  void anExpiryDecidedByADeposedLeaderChangesNothing() throws IOException {
+    long s = grant(1_000);
+    apply(Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call()).setKey("a").setValue(ByteString.copyFromUtf8("v")).setSessionId(s)).build());
+    long decidedIn = term;
+    term++; // a new leader appends the old leader's re-sent decision in its own term
+    CoreState.Applied stale = apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(s).setTerm(decidedIn)).build());
+    assertThat(stale.events()).isEmpty();
+    assertThat(state.hasSession(s)).isTrue();
+    assertThat(state.counts().getKeys()).isEqualTo(1);
+  }
+
+  @Test
+  void aRetriedAcquireThroughAnotherSessionMovesTheKeyKeepingItsToken() throws IOException {
+    long first = grant(10_000);
+    long second = grant(10_000);
+    AcquireResponse a = acquire("job", "a#1", 3, first);
+    AcquireResponse retried = acquire("job", "a#1", 3, second);
+    assertThat(retried.getToken()).isEqualTo(a.getToken());
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(first).setTerm(term)).build());
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList())
+        .as("the key lives with the session the holder now renews")
+        .hasSize(1);
   }
 
   @Test
@@ -152,7 +179,7 @@ class CoreStateTest {
     assertThat(again.toByteArray()).as("equal states write equal snapshots").isEqualTo(out.toByteArray());
     Command retry =
         Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s)).build();
-    assertThat(AcquireResponse.parseFrom(restored.apply(100, retry).reply().getOk())).isEqualTo(first);
+    assertThat(AcquireResponse.parseFrom(restored.apply(100, term, retry).reply().getOk())).isEqualTo(first);
   }
 
   @Test

@@ -43,6 +43,14 @@ class SessionKeeperTest {
   }
 
   @Test
+  void aSessionPastItsDeadlineIsNotRevivedByALateKeepAlive() {
+    keeper.granted(1, 1_000);
+    pass(1_000);
+    assertThat(keeper.keepAlive(1)).isFalse();
+    assertThat(keeper.expired()).containsExactly(1L);
+  }
+
+  @Test
   void unknownSessionsAreNotKeptAlive() {
     assertThat(keeper.keepAlive(7)).isFalse();
     keeper.reset(Map.of(7L, 1_000L));

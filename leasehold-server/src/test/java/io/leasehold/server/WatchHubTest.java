@@ -71,6 +71,17 @@ class WatchHubTest {
   }
 
   @Test
+  void aSnapshotInstallTellsRunningWatchersToReRead() {
+    Recorder w = new Recorder();
+    hub.watch("k", false, 0, w);
+    hub.reset(42);
+    assertThat(w.received).hasSize(1);
+    assertThat(w.received.get(0).getCompactRevision()).isEqualTo(43);
+    hub.publish(List.of(put("k", 43)));
+    assertThat(w.revisions()).as("a dropped watcher gets nothing more").isEmpty();
+  }
+
+  @Test
   void afterASnapshotLoadOlderRevisionsAreUnknown() {
     hub.reset(10);
     Recorder w = new Recorder();
