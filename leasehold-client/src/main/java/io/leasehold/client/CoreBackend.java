@@ -7,7 +7,6 @@ import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.ManagedLease;
 import io.leasehold.spi.OpenLeases;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -147,10 +146,5 @@ public final class CoreBackend implements LeaseBackend {
   @Override
   public String toString() {
     return "CoreBackend[" + uri + "]";
-  }
-
-  /** {@return the open lease for a holder, for tests} */
-  java.util.Optional<ManagedLease> lease(HolderId holder) {
-    return leases.find(holder);
   }
 }

@@ -74,11 +74,6 @@ public final class CoreClient implements AutoCloseable {
     channels[0].getState(true);
   }
 
-  /** {@return the nodes this client talks to} */
-  public List<InetSocketAddress> endpoints() {
-    return endpoints;
-  }
-
   /** {@return a fresh call id for one logical write; its retries reuse it} */
   public CallId newCall() {
     return CallId.newBuilder()

@@ -171,14 +171,9 @@ final class Sessions implements AutoCloseable {
 
   /** Sends one keep-alive for every live session, then schedules the next. */
   private void round() {
-    List<Long> ids = new ArrayList<>();
-    long interval = Long.MAX_VALUE;
-    for (Session s : byTtl.values()) {
-      if (s.id > 0 && !s.ended) {
-        ids.add(s.id);
-        interval = Math.min(interval, s.intervalNanos);
-      }
-    }
+    List<Long> ids = liveIds();
+    long interval =
+        byTtl.values().stream().mapToLong(s -> s.intervalNanos).min().orElse(Long.MAX_VALUE);
     synchronized (streamLock) {
       nextTick = null;
       if (closed || ids.isEmpty()) {

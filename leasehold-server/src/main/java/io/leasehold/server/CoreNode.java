@@ -2,6 +2,8 @@ package io.leasehold.server;
 
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.leasehold.core.proto.GetRequest;
+import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Expire;
@@ -11,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -277,29 +280,14 @@ public final class CoreNode implements AutoCloseable {
    * @param key the key
    * @return the key as this replica has it
    */
-  public java.util.Optional<io.leasehold.core.proto.KeyValue> localRead(String key) {
-    var kvs = stateMachine.state().get(io.leasehold.core.proto.GetRequest.newBuilder().setKey(key).build()).getKvsList();
-    return kvs.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(kvs.get(0));
-  }
-
-  /** {@return this node's replica of the state, for tests and status} */
-  CoreState state() {
-    return stateMachine.state();
+  public Optional<KeyValue> localRead(String key) {
+    List<KeyValue> kvs = stateMachine.state().get(GetRequest.newBuilder().setKey(key).build()).getKvsList();
+    return kvs.isEmpty() ? Optional.empty() : Optional.of(kvs.get(0));
   }
 
   /** {@return the log index of the last snapshot this node loaded (at start or installed); -1 if none} */
   public long loadedSnapshotIndex() {
     return stateMachine.loadedSnapshotIndex();
-  }
-
-  /** {@return the number of snapshot files in the data directory} */
-  public long snapshotCount() {
-    Path sm = config.dataDir().resolve(GROUP_ID.getUuid().toString()).resolve("sm");
-    try (var files = Files.list(sm)) {
-      return files.filter(f -> f.getFileName().toString().startsWith("snapshot.") && !f.toString().endsWith(".md5")).count();
-    } catch (IOException e) {
-      return 0;
-    }
   }
 
   /** Stops serving and leaves the cluster; the data directory stays for a restart. */

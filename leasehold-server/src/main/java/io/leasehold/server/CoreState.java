@@ -262,14 +262,13 @@ final class CoreState {
         response.setAcquired(false).setHolder(holder);
         return new Applied(ok(response.build().toByteString()), events, NONE);
       }
-      // The same holder gave that tenure up: a new tenure replaces it, with a new token.
-      revision++;
+      // The same holder gave that tenure up: a new tenure replaces it, with a new token. The old
+      // one's delete and the new one's put share one revision, the delete first.
       detach(current);
       keys.remove(key);
       countLease(key, -1);
-      events.add(deleted(current, "replaced by a new tenure of the same holder"));
-      revision--; // the new tenure's put shares the delete's revision
     }
+    int replacedAt = events.size();
     KeyValue kv =
         write(
             key,
@@ -277,6 +276,9 @@ final class CoreState {
             acquire.getSessionId(),
             acquire.getRequestId(),
             events);
+    if (current != null) {
+      events.add(replacedAt, deleted(current, "replaced by a new tenure of the same holder"));
+    }
     response.setAcquired(true).setToken(kv.getCreateRevision());
     return new Applied(ok(response.build().toByteString()), events, NONE);
   }

@@ -126,11 +126,6 @@ final class WatchHub {
     return true;
   }
 
-  synchronized int watcherCount() {
-    watchers.removeIf(w -> w.sink().isClosed());
-    return watchers.size();
-  }
-
   private static List<Event> matching(Watcher w, Iterator<Event> events) {
     List<Event> matching = new ArrayList<>(1);
     while (events.hasNext()) {

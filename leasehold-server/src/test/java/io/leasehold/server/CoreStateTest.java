@@ -98,6 +98,18 @@ class CoreStateTest {
   }
 
   @Test
+  void aReplacedTenureIsDeletedAndTheNewOnePutAtOneRevisionDeleteFirst() throws IOException {
+    long s = grant(10_000);
+    AcquireResponse first = acquire("job", "a#1", 1, s);
+    CoreState.Applied replaced =
+        apply(Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("job").setHolder("a#1").setRequestId(2).setSessionId(s)).build());
+    assertThat(replaced.events()).extracting(Event::getType).containsExactly(Event.Type.DELETE, Event.Type.PUT);
+    assertThat(replaced.events().get(0).getKv().getCreateRevision()).isEqualTo(first.getToken());
+    assertThat(replaced.events()).extracting(e -> e.getKv().getModRevision()).containsOnly(state.revision());
+    assertThat(AcquireResponse.parseFrom(replaced.reply().getOk()).getToken()).isEqualTo(state.revision());
+  }
+
+  @Test
   void anOlderRequestOfTheSameHolderDoesNotReplaceANewerTenure() throws IOException {
     long s = grant(10_000);
     AcquireResponse newer = acquire("job", "a#1", 5, s);
