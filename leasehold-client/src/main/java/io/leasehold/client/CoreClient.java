@@ -1,6 +1,14 @@
 package io.leasehold.client;
 
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall.SimpleForwardingClientCall;
+import io.grpc.ForwardingClientCallListener.SimpleForwardingClientCallListener;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -19,11 +27,14 @@ import io.leasehold.core.proto.WatchResponse;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,17 +43,34 @@ import org.slf4j.LoggerFactory;
  * A connection to the consistent core: one gRPC channel per node, calls sent to one node at a
  * time. Any node serves any call (it forwards to the leader), so failover is simply trying the
  * next node when one does not answer; a write is retried with the same call id, which the core
- * applies once.
+ * applies once. A follower names the leader in its response headers ({@value #LEADER_HEADER_NAME});
+ * the client then sends its next calls there, saving the follower's forwarding hop, unless that
+ * node failed to answer in the last {@link #HINT_QUARANTINE}.
  */
 public final class CoreClient implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(CoreClient.class);
   private static final SecureRandom RANDOM = new SecureRandom();
 
+  /** The response header in which a follower names the leader's client endpoint (host:port). */
+  static final String LEADER_HEADER_NAME = "leasehold-leader";
+
+  private static final Metadata.Key<String> LEADER_HEADER =
+      Metadata.Key.of(LEADER_HEADER_NAME, Metadata.ASCII_STRING_MARSHALLER);
+
+  /**
+   * How long a node that did not answer is not followed as the leader a hint names: a client cut
+   * off from the leader alone would otherwise bounce between the hint and a timeout.
+   */
+  static final Duration HINT_QUARANTINE = Duration.ofSeconds(5);
+
   private final List<InetSocketAddress> endpoints;
   private final ManagedChannel[] channels;
   private final Duration attemptTimeout;
   private final AtomicInteger current = new AtomicInteger();
+  private final Map<String, Integer> nodeByEndpoint = new HashMap<>();
+  /** When each node last failed to answer (System.nanoTime()). */
+  private final AtomicLongArray failedAt;
   private final long clientIdHigh = RANDOM.nextLong();
   private final long clientIdLow = RANDOM.nextLong();
   private final AtomicLong calls = new AtomicLong();
@@ -60,11 +88,16 @@ public final class CoreClient implements AutoCloseable {
     this.endpoints = List.copyOf(endpoints);
     this.attemptTimeout = attemptTimeout;
     this.channels = new ManagedChannel[endpoints.size()];
+    this.failedAt = new AtomicLongArray(endpoints.size());
+    long longAgo = System.nanoTime() - 2 * HINT_QUARANTINE.toNanos();
     for (int i = 0; i < channels.length; i++) {
       InetSocketAddress a = endpoints.get(i);
+      nodeByEndpoint.putIfAbsent(describe(a), i);
+      failedAt.set(i, longAgo);
       channels[i] =
           NettyChannelBuilder.forAddress(a.getHostString(), a.getPort())
               .usePlaintext()
+              .intercept(leaderHints(i))
               // Detect a dead connection (a peer gone without a reset) within seconds.
               .keepAliveTime(10, TimeUnit.SECONDS)
               .keepAliveTimeout(5, TimeUnit.SECONDS)
@@ -124,6 +157,7 @@ public final class CoreClient implements AutoCloseable {
             if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
               log.debug("node {} did not answer ({}); trying the next", describe(endpoints.get(node)), describe(t));
+              failedAt.set(node, System.nanoTime());
               current.compareAndSet(node, (node + 1) % channels.length);
               attempt(rpc, result, tried + 1, t);
             } else {
@@ -176,7 +210,44 @@ public final class CoreClient implements AutoCloseable {
   /** A node did not answer: try another next time. */
   void failOver() {
     int node = current.get();
+    failedAt.set(node, System.nanoTime());
     current.compareAndSet(node, (node + 1) % channels.length);
+  }
+
+  /** Reads the leader hint of every response that comes through node {@code node}'s channel. */
+  private ClientInterceptor leaderHints(int node) {
+    return new ClientInterceptor() {
+      @Override
+      public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+        return new SimpleForwardingClientCall<>(next.newCall(method, options)) {
+          @Override
+          public void start(Listener<R> listener, Metadata headers) {
+            super.start(
+                new SimpleForwardingClientCallListener<>(listener) {
+                  @Override
+                  public void onHeaders(Metadata responseHeaders) {
+                    String leader = responseHeaders.get(LEADER_HEADER);
+                    if (leader != null) {
+                      followHint(node, leader);
+                    }
+                    super.onHeaders(responseHeaders);
+                  }
+                },
+                headers);
+          }
+        };
+      }
+    };
+  }
+
+  private void followHint(int from, String leaderEndpoint) {
+    Integer to = nodeByEndpoint.get(leaderEndpoint);
+    if (to == null || to == from || System.nanoTime() - failedAt.get(to) < HINT_QUARANTINE.toNanos()) {
+      return; // not one of our addresses (e.g. behind a proxy), or it failed us recently
+    }
+    if (current.compareAndSet(from, to)) {
+      log.debug("node {} names {} as the leader; sending calls there", describe(endpoints.get(from)), leaderEndpoint);
+    }
   }
 
   /** Closes every channel at once; calls in flight fail. */

@@ -1,6 +1,7 @@
 package io.leasehold.server;
 
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
@@ -133,10 +134,12 @@ public final class CoreNode implements AutoCloseable {
                 RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                     30, TimeDuration.valueOf(100, TimeUnit.MILLISECONDS)))
             .build();
-    gateway = new RaftGateway(raftClient);
+    gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     grpcServer =
         NettyServerBuilder.forAddress(self.clientAddress())
-            .addService(new ClientService(gateway, watches, this::nodeStatus))
+            .addService(
+                ServerInterceptors.intercept(
+                    new ClientService(gateway, watches, this::nodeStatus), new LeaderHint(this::leaderElsewhere)))
             .build()
             .start();
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
@@ -171,6 +174,8 @@ public final class CoreNode implements AutoCloseable {
     RaftProperties p = new RaftProperties();
     RaftConfigKeys.Rpc.setType(p, SupportedRpcType.GRPC);
     RaftClientConfigKeys.Rpc.setRequestTimeout(p, TimeDuration.valueOf(3, TimeUnit.SECONDS));
+    // The gateway never has more outstanding, so the ordered client never blocks its caller.
+    RaftClientConfigKeys.Async.setOutstandingRequestsMax(p, RaftGateway.MAX_FORWARDED);
     return p;
   }
 
@@ -211,6 +216,20 @@ public final class CoreNode implements AutoCloseable {
       }
     } catch (IOException | RuntimeException e) {
       log.warn("node {}: expiry check failed; will retry", config.self(), e);
+    }
+  }
+
+  /** {@return the leader's client endpoint, or empty when this node leads or knows no leader} */
+  private Optional<String> leaderElsewhere() {
+    try {
+      RaftPeerId leader = raftServer.getDivision(GROUP_ID).getInfo().getLeaderId();
+      if (leader == null || leader.toString().equals(config.self())) {
+        return Optional.empty();
+      }
+      String id = leader.toString();
+      return config.peers().stream().filter(p -> p.id().equals(id)).map(Peer::clientEndpoint).findFirst();
+    } catch (IOException e) {
+      return Optional.empty();
     }
   }
 

@@ -5,31 +5,64 @@ import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.exceptions.ResourceUnavailableException;
+import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 
 /**
  * A node's way into the Raft group: writes go through the log, reads through the leader's
- * ReadIndex. Whichever node a client reached, Ratis's client inside it finds the leader and
- * follows it across elections, within a bounded retry policy.
+ * ReadIndex.
+ *
+ * <p>On the leader, requests go straight into the local Raft server: no loopback hop, and no
+ * ordered client window to wait in. Anywhere else, and when the local server turns out not to lead
+ * (any more), Ratis's client inside this node forwards them to the leader and follows it across
+ * elections, within a bounded retry policy. Forwarding is admitted without ever blocking the
+ * caller: Ratis's ordered client blocks its caller's thread once {@link #MAX_FORWARDED} requests
+ * are outstanding, which under a burst parked thousands of gRPC threads; here the excess waits in
+ * a queue (at most {@link #MAX_QUEUED}, then it is refused as overload) and is sent as replies come
+ * back.
  */
 final class RaftGateway {
 
-  private final RaftClient client;
+  /** Requests forwarded at once; also the Ratis client's own window, so it never blocks. */
+  static final int MAX_FORWARDED = 512;
 
-  RaftGateway(RaftClient client) {
+  /** Requests waiting to be forwarded before more are refused. */
+  static final int MAX_QUEUED = 100_000;
+
+  private final RaftServer server;
+  private final RaftGroupId groupId;
+  private final RaftClient client;
+  /** Identifies this node's direct submissions to Ratis's retry cache; call ids never repeat. */
+  private final ClientId localClientId = ClientId.randomId();
+  private final AtomicLong callIds = new AtomicLong();
+  private final Semaphore forwardPermits = new Semaphore(MAX_FORWARDED);
+  private final Queue<Runnable> waiting = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger queued = new AtomicInteger();
+
+  RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
+    this.server = server;
+    this.groupId = groupId;
     this.client = client;
   }
 
   /** Appends {@code command} to the log and completes with its reply once it is applied. */
   CompletableFuture<Reply> write(Command command) {
-    return client
-        .async()
-        .send(message(command.toByteArray()))
+    return send(message(command.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
         .thenApply(
             reply -> {
               try {
@@ -42,7 +75,95 @@ final class RaftGateway {
 
   /** Runs {@code query} on the leader after a ReadIndex round; completes with its answer. */
   CompletableFuture<byte[]> read(Query query) {
-    return client.async().sendReadOnly(message(query.toByteArray())).thenApply(RaftGateway::content);
+    return send(message(query.toByteArray()), RaftClientRequest.readRequestType(), client.async()::sendReadOnly)
+        .thenApply(RaftGateway::content);
+  }
+
+  private CompletableFuture<RaftClientReply> send(
+      Message message,
+      RaftClientRequest.Type type,
+      Function<Message, CompletableFuture<RaftClientReply>> forward) {
+    if (!leadsHere()) {
+      return forwarded(message, forward);
+    }
+    RaftClientRequest request =
+        RaftClientRequest.newBuilder()
+            .setClientId(localClientId)
+            .setServerId(server.getId())
+            .setGroupId(groupId)
+            .setCallId(callIds.incrementAndGet())
+            .setMessage(message)
+            .setType(type)
+            .build();
+    CompletableFuture<RaftClientReply> local;
+    try {
+      local = server.submitClientRequestAsync(request);
+    } catch (IOException e) {
+      return forwarded(message, forward);
+    }
+    // Leadership can move between the check and the submission: then the leader is elsewhere.
+    return local.thenCompose(
+        reply -> ledElsewhere(reply) ? forwarded(message, forward) : CompletableFuture.completedFuture(reply));
+  }
+
+  private boolean leadsHere() {
+    try {
+      return server.getDivision(groupId).getInfo().isLeader();
+    } catch (IOException e) {
+      return false; // the group is not (or no longer) on this server
+    }
+  }
+
+  private static boolean ledElsewhere(RaftClientReply reply) {
+    return reply.getNotLeaderException() != null
+        || reply.getLeaderNotReadyException() != null
+        || reply.getLeaderSteppingDownException() != null;
+  }
+
+  private CompletableFuture<RaftClientReply> forwarded(
+      Message message, Function<Message, CompletableFuture<RaftClientReply>> forward) {
+    CompletableFuture<RaftClientReply> result = new CompletableFuture<>();
+    Runnable send =
+        () ->
+            forward
+                .apply(message)
+                .whenComplete(
+                    (reply, error) -> {
+                      forwardPermits.release();
+                      drain();
+                      if (error != null) {
+                        result.completeExceptionally(error);
+                      } else {
+                        result.complete(reply);
+                      }
+                    });
+    if (forwardPermits.tryAcquire()) {
+      send.run();
+      return result;
+    }
+    if (queued.incrementAndGet() > MAX_QUEUED) {
+      queued.decrementAndGet();
+      result.completeExceptionally(
+          new ResourceUnavailableException(
+              "node " + server.getId() + " is overloaded: " + MAX_QUEUED + " requests already wait for the leader"));
+      return result;
+    }
+    waiting.add(send);
+    drain(); // a permit may have come back between tryAcquire and add
+    return result;
+  }
+
+  /** Sends waiting requests while permits last. */
+  private void drain() {
+    while (!waiting.isEmpty() && forwardPermits.tryAcquire()) {
+      Runnable next = waiting.poll();
+      if (next == null) {
+        forwardPermits.release();
+        return;
+      }
+      queued.decrementAndGet();
+      next.run();
+    }
   }
 
   private static byte[] content(RaftClientReply reply) {
