@@ -10,15 +10,25 @@ import java.util.Optional;
  * <p>Implementations: the consistent core (3 JVMs running {@code leasehold server}), etcd (3 members
  * of Debian's {@code etcd} binary) and ZooKeeper (3 JVMs running {@code QuorumPeerMain}), each with
  * its store's default durability (every write fsync'd). {@link #close()} kills every member and
- * deletes the data directories.
+ * deletes the data directories. Start one with {@link ManagedClusters#start}.
+ *
+ * <p>Member indexes run from 0 to {@code members().size() - 1}; another index is an {@link
+ * IllegalArgumentException}. Implementations are thread-safe.
  */
 public interface ManagedCluster extends AutoCloseable {
 
   /** {@return the store's short name: {@code core}, {@code etcd} or {@code zookeeper}} */
   String name();
 
-  /** {@return the backend URI that reaches every member, for {@code BackendRegistry}} */
+  /** {@return the backend URI that reaches every member, for {@code LeaseBackend.open}} */
   String backendUri();
+
+  /**
+   * {@return the settings that shape the store's latency and failover, in one line for the
+   * benchmark report: processes and heap, durability (fsync), heartbeat or tick, election or
+   * session timeouts, and the options in {@link #backendUri()}}
+   */
+  String settings();
 
   /** {@return the members, in a fixed order; index {@code i} is member {@code i} everywhere} */
   List<Member> members();
@@ -29,10 +39,20 @@ public interface ManagedCluster extends AutoCloseable {
    */
   Optional<Integer> leader();
 
-  /** Kills member {@code i} with SIGKILL and waits for its process to end. */
+  /**
+   * Kills member {@code i} with SIGKILL and waits for its process to end; nothing happens if it
+   * does not run.
+   */
   void kill(int i);
 
-  /** Starts member {@code i} again on its data directory; returns once its process runs. */
+  /**
+   * Starts member {@code i} again, with the same command on its data directory, and returns once
+   * it has rejoined: it serves as leader or follower of a cluster that has a leader. The other
+   * members' majority must be reachable for that.
+   *
+   * @throws IllegalStateException if member {@code i} still runs, exits while starting, or does
+   *     not rejoin in time (the message shows the end of its log)
+   */
   void restart(int i);
 
   /** Kills every member and deletes the data directories. */
