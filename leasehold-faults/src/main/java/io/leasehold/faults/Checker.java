@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -284,12 +283,5 @@ final class Checker {
       result.put(e.getKey(), new Availability(e.getValue(), sorted.size(), median, max));
     }
     return result;
-  }
-
-  /** {@return the distinct clients that held the lease} */
-  static Set<String> holders(List<Tenure> tenures) {
-    Set<String> s = new HashSet<>();
-    tenures.forEach(t -> s.add(t.client()));
-    return s;
   }
 }

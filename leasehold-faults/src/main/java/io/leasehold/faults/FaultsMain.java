@@ -57,7 +57,11 @@ public final class FaultsMain implements Callable<Integer> {
           + " core only, which always holds the fenced register and the KV writes.")
   private String leaseBackend;
 
-  /** Entry point. @param args the command line */
+  /**
+   * Runs {@code leasehold faults} and exits with its status.
+   *
+   * @param args the command line
+   */
   public static void main(String[] args) {
     System.exit(new CommandLine(new FaultsMain()).execute(args));
   }
