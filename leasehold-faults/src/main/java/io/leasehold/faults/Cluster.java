@@ -1,0 +1,278 @@
+package io.leasehold.faults;
+
+import io.leasehold.client.CoreClient;
+import io.leasehold.core.proto.GetRequest;
+import io.leasehold.core.proto.GetResponse;
+import io.leasehold.core.proto.StatusRequest;
+import io.leasehold.core.proto.StatusResponse;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A 3-node consistent core in child JVMs whose Raft traffic runs through one {@link Link} per
+ * ordered pair of nodes, so that a node can be cut off both ways.
+ *
+ * <p>Ratis gives every node the same peer list, so a proxy cannot sit "in front of" a node by port
+ * alone: node {@code j} must listen where no one else connects. Every node therefore runs with a
+ * hosts file of its own ({@code -Djdk.net.hosts.file}) and the peers are named, not numbered
+ * ({@code n1=n1:P1,...}). In node {@code j}'s file, {@code nj} is {@code 127.77.0.j}, where it binds;
+ * in node {@code i}'s file, {@code nj} is {@code 127.77.i.j}, where the link {@code ni->nj} listens
+ * (same port) and forwards to {@code 127.77.0.j}. So every connection node {@code i} opens to node
+ * {@code j} — appendEntries, votes, forwarded client writes — crosses link {@code ni->nj}, and
+ * cutting {@code ni->nj} and {@code nj->ni} for every {@code i} isolates {@code j} whatever its role.
+ * No root needed: all of {@code 127.0.0.0/8} is loopback on Linux.
+ */
+final class Cluster implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(Cluster.class);
+  static final int SIZE = 3;
+
+  private final Path dir;
+  private final String classPath;
+  private final int[] ports = new int[SIZE];
+  private final Process[] processes = new Process[SIZE];
+  private final List<Link> raftLinks = new ArrayList<>();
+  private final CoreClient[] direct = new CoreClient[SIZE];
+
+  Cluster(Path dir, String classPath) {
+    this.dir = dir;
+    this.classPath = classPath;
+  }
+
+  /** {@return node {@code j}'s id} */
+  static String id(int j) {
+    return "n" + (j + 1);
+  }
+
+  /** {@return where node {@code j} really listens for clients} */
+  InetSocketAddress clientAddress(int j) {
+    return new InetSocketAddress(bindIp(j), ports[j]);
+  }
+
+  private static String bindIp(int j) {
+    return "127.77.0." + (j + 1);
+  }
+
+  private static String viewIp(int from, int to) {
+    return "127.77." + (from + 1) + "." + (to + 1);
+  }
+
+  /** Picks ports, writes hosts files, opens the Raft links and starts every node. */
+  void start() {
+    try {
+      Files.createDirectories(dir);
+      for (int j = 0; j < SIZE; j++) {
+        ports[j] = freePortPair(j);
+      }
+      StringBuilder peers = new StringBuilder();
+      for (int j = 0; j < SIZE; j++) {
+        peers.append(j == 0 ? "" : ",").append(id(j)).append('=').append(id(j)).append(':').append(ports[j]);
+      }
+      String host = java.net.InetAddress.getLocalHost().getHostName();
+      for (int i = 0; i < SIZE; i++) {
+        StringBuilder hosts = new StringBuilder("127.0.0.1 localhost " + host + "\n");
+        for (int j = 0; j < SIZE; j++) {
+          hosts.append(i == j ? bindIp(j) : viewIp(i, j)).append(' ').append(id(j)).append('\n');
+          if (i != j) {
+            raftLinks.add(Link.open(id(i) + "->" + id(j),
+                new InetSocketAddress(viewIp(i, j), ports[j] + 1), new InetSocketAddress(bindIp(j), ports[j] + 1)));
+          }
+        }
+        Files.writeString(dir.resolve("hosts-" + id(i)), hosts, StandardCharsets.UTF_8);
+      }
+      Files.writeString(dir.resolve("peers"), peers, StandardCharsets.UTF_8);
+      for (int j = 0; j < SIZE; j++) {
+        direct[j] = new CoreClient(List.of(clientAddress(j)), Duration.ofSeconds(2));
+        launch(j);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot set up the cluster in " + dir, e);
+    }
+  }
+
+  private void launch(int j) {
+    String peers;
+    try {
+      peers = Files.readString(dir.resolve("peers"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    List<String> cmd = List.of(
+        Children.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+        "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath(),
+        "-cp", classPath, "io.leasehold.cli.Main", "server",
+        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString());
+    processes[j] = Children.start(cmd, dir.resolve(id(j) + ".log"));
+    log.info("node {} started (pid {}), clients on {}", id(j), processes[j].pid(), clientAddress(j));
+  }
+
+  /** {@return whether node {@code j}'s process runs (it may be frozen)} */
+  boolean isUp(int j) {
+    return processes[j] != null && processes[j].isAlive();
+  }
+
+  /** {@return node j's process} */
+  Process process(int j) {
+    return processes[j];
+  }
+
+  /** Kills node {@code j} with SIGKILL and waits until it is gone. */
+  void kill(int j) {
+    Children.kill(processes[j]);
+    processes[j] = null;
+  }
+
+  /** Starts node {@code j} again on its data directory. */
+  void restart(int j) {
+    if (!isUp(j)) {
+      launch(j);
+    }
+  }
+
+  /** Cuts node {@code j} from the other nodes, both ways. */
+  void cutRaft(int j) {
+    for (Link l : raftLinksOf(j)) {
+      l.cut();
+    }
+  }
+
+  /** Undoes {@link #cutRaft(int)}. */
+  void healRaft(int j) {
+    for (Link l : raftLinksOf(j)) {
+      l.heal();
+    }
+  }
+
+  void healAll() {
+    raftLinks.forEach(Link::healAll);
+  }
+
+  private List<Link> raftLinksOf(int j) {
+    List<Link> result = new ArrayList<>();
+    int k = 0;
+    for (int i = 0; i < SIZE; i++) {
+      for (int t = 0; t < SIZE; t++) {
+        if (i != t) {
+          if (i == j || t == j) {
+            result.add(raftLinks.get(k));
+          }
+          k++;
+        }
+      }
+    }
+    return result;
+  }
+
+  /** {@return the index of the node that names itself leader, if one answers} */
+  Optional<Integer> leader() {
+    for (int j = 0; j < SIZE; j++) {
+      if (!isUp(j)) {
+        continue;
+      }
+      try {
+        StatusResponse s = direct[j].<StatusResponse>call((st, o) -> st.status(StatusRequest.getDefaultInstance(), o))
+            .get(1, TimeUnit.SECONDS);
+        if (!s.getLeaderId().isEmpty() && s.getCountsKnown()) {
+          for (int i = 0; i < SIZE; i++) {
+            if (id(i).equals(s.getLeaderId())) {
+              return Optional.of(i);
+            }
+          }
+        }
+      } catch (Exception e) {
+        // this node does not know (frozen, cut off, starting): ask the next
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** {@return whether node {@code j} answers its Status call} */
+  boolean answers(int j) {
+    try {
+      direct[j].<StatusResponse>call((st, o) -> st.status(StatusRequest.getDefaultInstance(), o)).get(1, TimeUnit.SECONDS);
+      return true;
+    } catch (Exception e) {
+      return false;
+    }
+  }
+
+  /**
+   * A linearizable read through any node that answers.
+   *
+   * @param key the key or prefix
+   * @param prefix whether {@code key} is a prefix
+   * @return the answer
+   * @throws IllegalStateException if no node answered
+   */
+  GetResponse read(String key, boolean prefix) {
+    Exception last = null;
+    for (int attempt = 0; attempt < 10; attempt++) {
+      for (int j = 0; j < SIZE; j++) {
+        try {
+          return direct[j].<GetResponse>call((st, o) -> st.get(GetRequest.newBuilder().setKey(key).setPrefix(prefix).build(), o))
+              .get(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+          last = e;
+        }
+      }
+    }
+    throw new IllegalStateException("no node answered a read of " + key + ": " + last, last);
+  }
+
+  @Override
+  public void close() {
+    for (int j = 0; j < SIZE; j++) {
+      Children.kill(processes[j]);
+      if (direct[j] != null) {
+        direct[j].close();
+      }
+    }
+    raftLinks.forEach(Link::close);
+  }
+
+  /** A port P free with P + 1 on the node's own address and on every address others reach it by. */
+  private static int freePortPair(int j) throws IOException {
+    for (int attempt = 0; attempt < 100; attempt++) {
+      int p;
+      try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName(bindIp(j)))) {
+        p = s.getLocalPort();
+      }
+      if (p >= 65534) {
+        continue;
+      }
+      List<String> ips = new ArrayList<>(List.of(bindIp(j)));
+      for (int i = 0; i < SIZE; i++) {
+        if (i != j) {
+          ips.add(viewIp(i, j));
+        }
+      }
+      boolean free = true;
+      for (String ip : ips) {
+        for (int port : new int[] {p, p + 1}) {
+          try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new InetSocketAddress(ip, port));
+          } catch (IOException e) {
+            free = false;
+          }
+        }
+      }
+      if (free) {
+        return p;
+      }
+    }
+    throw new IOException("no free port pair for node " + id(j));
+  }
+}
