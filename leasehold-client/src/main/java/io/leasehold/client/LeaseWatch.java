@@ -43,6 +43,8 @@ final class LeaseWatch implements AutoCloseable {
   private final Losses losses;
   private final Supplier<List<Long>> sessionIds;
   private long nextRevision; // guarded by this
+  /** The start revision of the running watch; 0 while it runs from "now" (not yet known). */
+  private long openedFrom; // guarded by this
   private Runnable cancel; // guarded by this
   private boolean started; // guarded by this
   private boolean closed; // guarded by this
@@ -73,11 +75,16 @@ final class LeaseWatch implements AutoCloseable {
     }
   }
 
-  /** A tenure was created at {@code revision}: the watch must cover it from there. */
+  /**
+   * A tenure was created at {@code revision}: the watch must cover it from there. A watch that
+   * started at or before it does (a deletion it delivered before the grant's reply reached the
+   * lease is remembered there, see {@code ManagedLease.storeReportedLoss}), so it is restarted only
+   * when it started later or from an unknown "now" — not on every acquire, which under load
+   * replayed the history once per grant.
+   */
   synchronized void watchFrom(long revision) {
-    if (nextRevision == 0 || revision < nextRevision) {
-      // The running watch started after this tenure's creation: restart it from there.
-      nextRevision = revision;
+    if (openedFrom == 0 || revision < openedFrom) {
+      nextRevision = nextRevision == 0 ? revision : Math.min(nextRevision, revision);
       restart();
     }
   }
@@ -94,6 +101,7 @@ final class LeaseWatch implements AutoCloseable {
     List<Long> sessions = sessionIds.get();
     if (closed || sessions.isEmpty()) {
       current = null; // a cancelled watch's last words are then ignored
+      openedFrom = 0;
       return; // no session, so no key of ours to watch; a new session opens the watch again
     }
     WatchRequest request =
@@ -103,6 +111,7 @@ final class LeaseWatch implements AutoCloseable {
             .setStartRevision(nextRevision)
             .addAllSessionIds(sessions)
             .build();
+    openedFrom = nextRevision;
     Object[] self = new Object[1];
     StreamObserver<WatchResponse> observer =
         new StreamObserver<>() {

@@ -13,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -60,6 +61,9 @@ public final class CoreNode implements AutoCloseable {
       RaftGroupId.valueOf(UUID.nameUUIDFromBytes("leasehold-core".getBytes(StandardCharsets.UTF_8)));
 
   private static final long EXPIRY_TICK_MILLIS = 20;
+
+  /** How long one request inside Ratis may take before it is failed (and retried by the caller). */
+  static final Duration RATIS_REQUEST_TIMEOUT = Duration.ofSeconds(3);
 
   private final NodeConfig config;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
@@ -173,7 +177,8 @@ public final class CoreNode implements AutoCloseable {
   private static RaftProperties clientProperties() {
     RaftProperties p = new RaftProperties();
     RaftConfigKeys.Rpc.setType(p, SupportedRpcType.GRPC);
-    RaftClientConfigKeys.Rpc.setRequestTimeout(p, TimeDuration.valueOf(3, TimeUnit.SECONDS));
+    RaftClientConfigKeys.Rpc.setRequestTimeout(
+        p, TimeDuration.valueOf(RATIS_REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
     // The gateway never has more outstanding, so the ordered client never blocks its caller.
     RaftClientConfigKeys.Async.setOutstandingRequestsMax(p, RaftGateway.MAX_FORWARDED);
     return p;

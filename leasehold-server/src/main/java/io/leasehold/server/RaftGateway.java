@@ -94,6 +94,8 @@ final class RaftGateway {
             .setCallId(callIds.incrementAndGet())
             .setMessage(message)
             .setType(type)
+            // As long as the forwarding client waits, so nothing pending outlives its caller.
+            .setTimeoutMs(CoreNode.RATIS_REQUEST_TIMEOUT.toMillis())
             .build();
     CompletableFuture<RaftClientReply> local;
     try {
