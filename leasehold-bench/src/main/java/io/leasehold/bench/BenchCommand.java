@@ -49,7 +49,7 @@ abstract class BenchCommand implements Callable<Integer> {
       err.println("leasehold bench " + name + ": measuring " + t.describe());
       err.flush();
       result = measure(t);
-      t.settings().ifPresent(s -> result.param("store_settings", s));
+      t.settings().ifPresent(result::storeSettings);
     } catch (RuntimeException e) {
       err.println("leasehold bench " + name + ": could not run: " + e);
       err.flush();

@@ -28,6 +28,7 @@ final class Compare {
    * @param holdTtl TTL of hold
    * @param holdDuration measured time of hold
    * @param holdClients backend instances of hold
+   * @param holdSetupTimeout how long hold may take to acquire its leases
    * @param rounds failover rounds (leader kills)
    * @param fsyncWrites writes of the fsync probe
    */
@@ -43,6 +44,7 @@ final class Compare {
       Duration holdTtl,
       Duration holdDuration,
       int holdClients,
+      Duration holdSetupTimeout,
       int rounds,
       int fsyncWrites) {
 
@@ -60,7 +62,8 @@ final class Compare {
           Duration.ofSeconds(5),
           Duration.ofSeconds(quick ? 10 : 20),
           4,
-          quick ? 1 : 5,
+          Duration.ofSeconds(quick ? 30 : 90),
+          quick ? 1 : 3,
           quick ? 100 : 300);
     }
 
@@ -77,6 +80,7 @@ final class Compare {
       j.put("hold_ttl", BenchDurations.format(holdTtl));
       j.put("hold_duration", BenchDurations.format(holdDuration));
       j.put("hold_clients", holdClients);
+      j.put("hold_setup_timeout", BenchDurations.format(holdSetupTimeout));
       j.put("failover_rounds", rounds);
       j.put("fsync_writes", fsyncWrites);
       return j;
@@ -148,7 +152,7 @@ final class Compare {
         new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), params.warmup(), params.duration())).run());
     say(store + ": hold " + params.leases() + " leases for " + BenchDurations.format(params.holdDuration()));
     out.add(new Hold(t.clients(), store, t.cluster(),
-        new Hold.Params(params.holdClients(), params.leases(), params.holdTtl(), null, 64, params.warmup(), params.holdDuration(), false)).run());
+        new Hold.Params(params.holdClients(), params.leases(), params.holdTtl(), null, 64, params.holdSetupTimeout(), params.warmup(), params.holdDuration(), false)).run());
     if (t.cluster().isPresent()) {
       say(store + ": failover, " + params.rounds() + " leader kills");
       out.add(new LeaderFailover(t.cluster().get(), t.clients(), FailoverCommand.memberClients(t.cluster().get()),

@@ -56,7 +56,7 @@ final class CompareCommand implements Callable<Integer> {
   @Option(names = "--hold-duration", paramLabel = "D", description = "Measured time of hold (default: 20s, --quick 10s; 1s to 1h).")
   Duration holdDuration;
 
-  @Option(names = "--rounds", paramLabel = "K", description = "Leader kills of failover (default: 5, --quick 1; 1 to 100).")
+  @Option(names = "--rounds", paramLabel = "K", description = "Leader kills of failover (default: 3, --quick 1; 1 to 100).")
   Integer rounds;
 
   @Option(names = "--json", paramLabel = "FILE", description = "Write everything as JSON to FILE (default: target/bench/compare-<time>.json under the current directory; the path is printed).")
@@ -91,6 +91,7 @@ final class CompareCommand implements Callable<Integer> {
         or(holdTtl, d.holdTtl()),
         or(holdDuration, d.holdDuration()),
         d.holdClients(),
+        d.holdSetupTimeout(),
         or(rounds, d.rounds()),
         d.fsyncWrites());
     Check.range(spec, "--duration", p.duration(), Duration.ofSeconds(1), Duration.ofHours(1));

@@ -91,10 +91,12 @@ final class Contended {
 
   private void contend(Lease lease, MeasureWindow window) {
     long waitFor = -1; // the tenure count this client saw when it released
+    long releasedByMe = 0;
     long timeoutMs = params.ttl().toMillis() * 2;
     while (!window.over() && !Thread.currentThread().isInterrupted()) {
-      if (waitFor >= 0 && tenures.get() == waitFor) {
-        LockSupport.parkNanos(100_000); // let the others take it first
+      // Let the others take it first, unless none has for a whole TTL (they may all be failing).
+      if (waitFor >= 0 && tenures.get() == waitFor && System.nanoTime() - releasedByMe < params.ttl().toNanos()) {
+        LockSupport.parkNanos(100_000);
         continue;
       }
       waitFor = -1;
@@ -137,7 +139,8 @@ final class Contended {
       }
       LockSupport.parkNanos(params.hold().toNanos());
       waitFor = tenures.get();
-      releasedAt.set(System.nanoTime());
+      releasedByMe = System.nanoTime();
+      releasedAt.set(releasedByMe);
       try {
         lease.release().get(timeoutMs, TimeUnit.MILLISECONDS);
       } catch (ExecutionException | TimeoutException e) {

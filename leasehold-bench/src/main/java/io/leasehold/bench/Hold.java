@@ -30,6 +30,8 @@ final class Hold {
    * @param ttl their TTL
    * @param heartbeat their renewal interval, or null for the library's default (ttl / 3)
    * @param window acquires and releases in flight per client during setup and teardown
+   * @param setupTimeout after this long the setup starts no more acquires and the run goes on with
+   *     the leases it holds
    * @param warmup time held before measuring
    * @param duration time measured
    * @param release whether to release every lease at the end and time it; without, closing the
@@ -42,6 +44,7 @@ final class Hold {
       Duration ttl,
       Duration heartbeat,
       int window,
+      Duration setupTimeout,
       Duration warmup,
       Duration duration,
       boolean release) {}
@@ -56,6 +59,7 @@ final class Hold {
   private final LongAdder losses = new LongAdder();
   private final ErrorCounts errors = new ErrorCounts();
   private final ErrorCounts lossKinds = new ErrorCounts();
+  private final LongAdder skipped = new LongAdder();
 
   Hold(ClientFactory factory, String storeName, Optional<ManagedCluster> cluster, Params params) {
     this.factory = factory;
@@ -89,11 +93,15 @@ final class Hold {
       Optional<ClusterStats> idle = cluster.map(ClusterStats::sample);
 
       long setupStart = System.nanoTime();
-      long held = inParallel(leases, backends.size(), this::acquire, "setup acquire");
+      long setupDeadline = setupStart + params.setupTimeout().toNanos();
+      long acquired = inParallel(leases, backends.size(), this::acquire, "setup acquire", setupDeadline);
       double setupSeconds = (System.nanoTime() - setupStart) / 1e9;
+      long held = 0;
       for (int i = 0; i < leases.length; i++) {
-        if (!leases[i].checkAlive()) {
-          leases[i] = null; // not held: nothing to sample
+        if (leases[i].checkAlive()) {
+          held++;
+        } else {
+          leases[i] = null; // never acquired, or already lost: nothing to sample
         }
       }
 
@@ -118,7 +126,7 @@ final class Hold {
       double teardownSeconds = Double.NaN;
       if (params.release()) {
         long teardownStart = System.nanoTime();
-        inParallel(leases, backends.size(), l -> l.release().thenApply(v -> true), "teardown release");
+        inParallel(leases, backends.size(), l -> l.release().thenApply(v -> true), "teardown release", Long.MAX_VALUE);
         teardownSeconds = (System.nanoTime() - teardownStart) / 1e9;
       }
 
@@ -128,10 +136,16 @@ final class Hold {
           .param("ttl", BenchDurations.format(params.ttl()))
           .param("heartbeat", BenchDurations.format(heartbeat))
           .param("window", params.window())
+          .param("setup_timeout", BenchDurations.format(params.setupTimeout()))
           .param("warmup", BenchDurations.format(params.warmup()))
           .param("duration", BenchDurations.format(params.duration()));
       r.figure("setup_s", "setup: time to acquire every lease", setupSeconds, "s");
-      r.figure("setup_acquires_per_s", "setup: acquires", held / setupSeconds, "/s");
+      r.figure("setup_acquires_per_s", "setup: acquires", acquired / setupSeconds, "/s");
+      r.figure("acquired", "leases acquired in setup", acquired, "");
+      if (skipped.sum() > 0) {
+        r.note(String.format(java.util.Locale.ROOT, "the setup timeout (%s) passed before %,d of the leases were tried; the run went on with the others",
+            BenchDurations.format(params.setupTimeout()), skipped.sum()));
+      }
       r.figure("held", "leases held after setup", held, "");
       r.figure("offered_renewals_per_s", "renewals due (leases / heartbeat)", held / (heartbeat.toNanos() / 1e9), "/s");
       r.figure("renewals_per_s", "renewals reached (deadline advances)", sampler.advances() / seconds, "/s");
@@ -187,11 +201,17 @@ final class Hold {
 
   /**
    * Runs {@code op} on every lease, lease i on client {@code i % clients}, with at most {@code
-   * window} in flight per client. {@return how many completed true}
+   * window} in flight per client, starting none after {@code stopStarting} (System.nanoTime(), or
+   * {@link Long#MAX_VALUE} for no limit). {@return how many completed true}
    */
   private long inParallel(
-      Lease[] leases, int clients, java.util.function.Function<Lease, CompletableFuture<Boolean>> op, String what)
+      Lease[] leases,
+      int clients,
+      java.util.function.Function<Lease, CompletableFuture<Boolean>> op,
+      String what,
+      long stopStarting)
       throws InterruptedException {
+    LongAdder notStarted = new LongAdder();
     LongAdder ok = new LongAdder();
     List<Thread> drivers = new ArrayList<>();
     for (int c = 0; c < clients; c++) {
@@ -205,6 +225,11 @@ final class Hold {
               continue;
             }
             inFlight.acquire();
+            if (stopStarting != Long.MAX_VALUE && System.nanoTime() - stopStarting > 0) {
+              inFlight.release();
+              notStarted.increment();
+              continue;
+            }
             CompletableFuture<Boolean> f;
             try {
               f = op.apply(lease);
@@ -233,6 +258,10 @@ final class Hold {
     }
     for (Thread t : drivers) {
       t.join();
+    }
+    if (notStarted.sum() > 0) {
+      errors.record(what + " not started: the setup timeout passed");
+      skipped.add(notStarted.sum());
     }
     return ok.sum();
   }

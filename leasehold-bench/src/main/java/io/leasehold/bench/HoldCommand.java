@@ -25,7 +25,7 @@ final class HoldCommand extends BenchCommand {
 
   static final class Defaults extends CommandDefaults {
     Defaults() {
-      super(Map.of("--duration", "30s", "--warmup", "5s", "--ttl", "10s", "--clients", "4", "--leases", "100000", "--window", "64"));
+      super(Map.of("--duration", "30s", "--warmup", "5s", "--ttl", "10s", "--clients", "4", "--leases", "100000", "--window", "64", "--setup-timeout", "5m"));
     }
   }
 
@@ -43,12 +43,16 @@ final class HoldCommand extends BenchCommand {
   @Option(names = "--window", paramLabel = "N", description = "Acquires (and releases) in flight per client during setup and teardown (default: ${DEFAULT-VALUE}; 1 to 10,000).")
   int window;
 
+  @Option(names = "--setup-timeout", paramLabel = "D", description = "After this long the setup starts no more acquires, and the run goes on with the leases held (default: ${DEFAULT-VALUE}; 1s to 1h).")
+  Duration setupTimeout;
+
   @Override
   void validate() {
     load.validate(spec);
     Check.range(spec, "--clients", clients, 1, 64);
     Check.range(spec, "--leases", leases, 1, 1_000_000);
     Check.range(spec, "--window", window, 1, 10_000);
+    Check.range(spec, "--setup-timeout", setupTimeout, Duration.ofSeconds(1), Duration.ofHours(1));
     checkHeartbeat(spec, "--heartbeat", load.ttl, heartbeat);
   }
 
@@ -68,6 +72,6 @@ final class HoldCommand extends BenchCommand {
   @Override
   Result measure(Target t) throws InterruptedException {
     return new Hold(t.clients(), t.storeName(), t.cluster(),
-        new Hold.Params(clients, leases, load.ttl, heartbeat, window, load.warmup, load.duration, t.cluster().isEmpty())).run();
+        new Hold.Params(clients, leases, load.ttl, heartbeat, window, setupTimeout, load.warmup, load.duration, t.cluster().isEmpty())).run();
   }
 }

@@ -19,6 +19,7 @@ final class Result {
   private final List<Figure> figures = new ArrayList<>();
   private final Map<String, Long> errors = new LinkedHashMap<>();
   private final List<String> notes = new ArrayList<>();
+  private String storeSettings;
   private final Map<String, Object> details = new LinkedHashMap<>();
 
   Result(String workload, String store) {
@@ -46,6 +47,12 @@ final class Result {
 
   Result errors(ErrorCounts counts) {
     errors.putAll(counts.byKind());
+    return this;
+  }
+
+  /** Records the store's durability and timing settings, as its cluster describes them. */
+  Result storeSettings(String settings) {
+    this.storeSettings = settings;
     return this;
   }
 
@@ -100,6 +107,7 @@ final class Result {
     json.put("workload", workload);
     json.put("store", store);
     json.put("params", params);
+    json.put("store_settings", storeSettings);
     Map<String, Object> values = new LinkedHashMap<>();
     Map<String, Object> units = new LinkedHashMap<>();
     for (Figure f : figures) {
@@ -121,6 +129,9 @@ final class Result {
     StringBuilder p = new StringBuilder();
     params.forEach((k, v) -> p.append(p.length() == 0 ? "" : ", ").append(k).append(' ').append(v));
     out.append("  ").append(p).append('\n');
+    if (storeSettings != null) {
+      out.append("  store: ").append(storeSettings).append('\n');
+    }
     TextTable table = new TextTable("figure", "value", "unit");
     for (Figure f : figures) {
       table.row(f.label(), f.formatted(), f.unit());

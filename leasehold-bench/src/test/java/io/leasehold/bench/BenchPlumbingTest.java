@@ -45,7 +45,7 @@ class BenchPlumbingTest {
         new Contended.Params(3, Duration.ofSeconds(5), Duration.ZERO, Duration.ofMillis(100), SHORT)).run();
     // TTL 1 s renews every 333 ms, so the measured second sees each lease renewed.
     hold = new Hold(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
-        new Hold.Params(2, 2_000, Duration.ofSeconds(1), null, 64, Duration.ofMillis(100), Duration.ofSeconds(1), true)).run();
+        new Hold.Params(2, 2_000, Duration.ofSeconds(1), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofSeconds(1), true)).run();
   }
 
   @Test
