@@ -52,17 +52,17 @@ final class Compare {
     static Params defaults(boolean quick) {
       return new Params(
           List.of("core", "etcd", "zookeeper"),
-          Duration.ofSeconds(quick ? 2 : 5),
-          Duration.ofSeconds(quick ? 5 : 20),
-          Duration.ofSeconds(quick ? 5 : 10),
+          Duration.ofSeconds(quick ? 1 : 5),
+          Duration.ofSeconds(quick ? 4 : 20),
+          Duration.ofSeconds(quick ? 3 : 10),
           4,
           quick ? 8 : 16,
           Duration.ofSeconds(10),
           quick ? 10_000 : 100_000,
           Duration.ofSeconds(5),
-          Duration.ofSeconds(quick ? 10 : 20),
+          Duration.ofSeconds(quick ? 5 : 20),
           4,
-          Duration.ofSeconds(quick ? 30 : 90),
+          Duration.ofSeconds(quick ? 20 : 90),
           quick ? 1 : 3,
           quick ? 100 : 300);
     }

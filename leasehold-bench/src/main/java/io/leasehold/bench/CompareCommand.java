@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
           + " same parameters, and stops it; first measures the disk's fsync latency. Prints one"
           + " table with each figure per store and its ratio to etcd, and the core's targets, met"
           + " or missed by how much. About 10-12 minutes with the defaults on 2 cores; --quick"
-          + " takes about 2.",
+          + " takes about 2-3.",
       ""
     },
     sortOptions = false)
@@ -28,17 +28,17 @@ final class CompareCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--quick", description = "A smoke run of about 2 minutes: shorter runs, 10,000 held leases, 1 failover round.")
+  @Option(names = "--quick", description = "A smoke run of about 2-3 minutes: shorter runs, 10,000 held leases, 1 failover round.")
   boolean quick;
 
   @Option(names = "--stores", paramLabel = "LIST", split = ",", defaultValue = "core,etcd,zookeeper",
       description = "The stores to run, in order (default: ${DEFAULT-VALUE}; any of core, etcd, zookeeper).")
   List<TargetOptions.Kind> stores;
 
-  @Option(names = "--duration", paramLabel = "D", description = "Measured time of acquire-release and contended (default: 20s, --quick 5s; 1s to 1h).")
+  @Option(names = "--duration", paramLabel = "D", description = "Measured time of acquire-release and contended (default: 20s, --quick 4s; 1s to 1h).")
   Duration duration;
 
-  @Option(names = "--warmup", paramLabel = "D", description = "Warm-up before each measurement (default: 5s, --quick 2s; 0s to 10m).")
+  @Option(names = "--warmup", paramLabel = "D", description = "Warm-up before each measurement (default: 5s, --quick 1s; 0s to 10m).")
   Duration warmup;
 
   @Option(names = "--clients", paramLabel = "N", description = "Clients of acquire-release and contended (default: 4; 2 to 256).")
@@ -53,7 +53,7 @@ final class CompareCommand implements Callable<Integer> {
   @Option(names = "--hold-ttl", paramLabel = "D", description = "TTL of hold's leases; they renew every TTL / 3 (default: 5s; 1s to 1h).")
   Duration holdTtl;
 
-  @Option(names = "--hold-duration", paramLabel = "D", description = "Measured time of hold (default: 20s, --quick 10s; 1s to 1h).")
+  @Option(names = "--hold-duration", paramLabel = "D", description = "Measured time of hold (default: 20s, --quick 5s; 1s to 1h).")
   Duration holdDuration;
 
   @Option(names = "--rounds", paramLabel = "K", description = "Leader kills of failover (default: 3, --quick 1; 1 to 100).")
