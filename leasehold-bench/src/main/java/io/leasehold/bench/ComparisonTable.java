@@ -39,8 +39,9 @@ final class ComparisonTable {
       new Row("failover", "next_acquire_p50_ms", "failover: kill leader -> next acquire p50"),
       new Row("failover", "next_acquire_max_ms", "failover: kill leader -> next acquire max"),
       new Row("failover", "lease_held_through", "failover: lease held through the kill"),
-      new Row("failover", "lease_usable_p50_ms", "failover: kill -> lease usable again p50"),
-      new Row("failover", "lease_usable_max_ms", "failover: kill -> lease usable again max"));
+      new Row("failover", "lease_renewed_p50_ms", "failover: held through: kill -> renewal confirmed p50"),
+      new Row("failover", "lease_lost", "failover: lease lost in the kill"),
+      new Row("failover", "lease_reacquired_max_ms", "failover: lost: kill -> acquired again max"));
 
   /** The acquire/release target compares with these. */
   static final double RENEWALS_TARGET = 50_000;

@@ -93,7 +93,8 @@ class BenchPlumbingTest {
     assertThat(r.value("rounds")).isEqualTo(2);
     assertThat(r.get("next_acquire_p50_ms")).get().matches(Figure::measured);
     assertThat(r.value("lease_held_through")).isEqualTo(2);
-    assertThat(r.get("lease_usable_max_ms")).get().matches(Figure::measured);
+    assertThat(r.get("lease_renewed_max_ms")).get().matches(Figure::measured);
+    assertThat(r.value("lease_lost")).isZero();
     assertThat(r.toTable()).contains("kill -> next successful acquire p50", "lease A held through the kill");
   }
 
