@@ -170,13 +170,16 @@ final class ComparisonTable {
       return new Verdict(target, "n/a", "not measured (needs core and at least one of etcd, zookeeper)");
     }
     double best = Math.max(Double.isNaN(etcd) ? 0 : etcd, Double.isNaN(zk) ? 0 : zk);
-    String detail = String.format(Locale.ROOT, "core %s/s, etcd %s/s, zookeeper %s/s",
-        Figure.format(core, "/s"), Figure.format(etcd, "/s"), Figure.format(zk, "/s"));
+    String detail = "core " + perSecond(core) + ", etcd " + perSecond(etcd) + ", zookeeper " + perSecond(zk);
     if (core >= best) {
       return new Verdict(target, "met", detail + String.format(Locale.ROOT, " (%.2fx the better of the two)", core / best));
     }
     return new Verdict(target, "MISSED", detail + String.format(Locale.ROOT, "; short by %s/s (%.0f%%)",
         Figure.format(best - core, "/s"), 100 * (best - core) / best));
+  }
+
+  private static String perSecond(double value) {
+    return Double.isNaN(value) ? "not measured" : Figure.format(value, "/s") + "/s";
   }
 
   private Verdict renewalTarget() {
