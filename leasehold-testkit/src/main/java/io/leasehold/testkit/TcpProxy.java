@@ -27,6 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class TcpProxy implements AutoCloseable {
 
   private static final int BUFFER_SIZE = 16 * 1024;
+  private static final int CONNECT_TIMEOUT_MILLIS = 5_000;
 
   private final InetSocketAddress target;
   private final ServerSocket server;
@@ -47,13 +48,27 @@ public final class TcpProxy implements AutoCloseable {
    * @return the running proxy
    */
   public static TcpProxy start(InetSocketAddress target) {
+    return start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), target);
+  }
+
+  /**
+   * Starts a proxy on a given address, for topologies where the address is part of the setup
+   * (e.g. one proxy per pair of nodes, each on its own loopback address).
+   *
+   * @param listen where it accepts connections (port 0: any free port)
+   * @param target where accepted connections are forwarded
+   * @return the running proxy
+   */
+  public static TcpProxy start(InetSocketAddress listen, InetSocketAddress target) {
     try {
-      ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+      ServerSocket server = new ServerSocket();
+      server.setReuseAddress(true);
+      server.bind(listen, 50);
       TcpProxy proxy = new TcpProxy(target, server);
       daemon("tcp-proxy-accept-" + server.getLocalPort(), proxy::acceptLoop).start();
       return proxy;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot open a proxy port for " + target, e);
+      throw new UncheckedIOException("cannot open a proxy on " + listen + " for " + target, e);
     }
   }
 
@@ -138,7 +153,8 @@ public final class TcpProxy implements AutoCloseable {
     try {
       upstream.setTcpNoDelay(true);
       client.setTcpNoDelay(true);
-      upstream.connect(target);
+      // A target that is down (a killed node) answers at once; one that hangs must not hold us.
+      upstream.connect(target, CONNECT_TIMEOUT_MILLIS);
     } catch (IOException e) {
       reset(client);
       reset(upstream);
