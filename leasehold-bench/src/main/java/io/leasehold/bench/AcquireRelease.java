@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -91,9 +92,9 @@ final class AcquireRelease {
     Result r = new Result(workload, storeName)
         .param("clients", params.clients())
         .param("window", params.window())
-        .param("ttl", BenchDurations.format(params.ttl()))
-        .param("warmup", BenchDurations.format(params.warmup()))
-        .param("duration", BenchDurations.format(params.duration()));
+        .param("ttl", Durations.format(params.ttl()))
+        .param("warmup", Durations.format(params.warmup()))
+        .param("duration", Durations.format(params.duration()));
     r.figure("cycles_per_s", "acquire+release cycles", cycles.sum() / window.seconds(), "/s");
     acquireLatency.addTo(r, "acquire", "acquire latency");
     releaseLatency.addTo(r, "release", "release latency");

@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -99,7 +100,7 @@ public final class BenchMain implements Callable<Integer> {
 
   private static Duration duration(String text) {
     try {
-      return BenchDurations.parse(text);
+      return Durations.parse(text);
     } catch (IllegalArgumentException e) {
       throw new TypeConversionException(e.getMessage());
     }

@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import java.time.Duration;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -19,8 +20,8 @@ final class Check {
   static void range(CommandSpec spec, String option, Duration value, Duration min, Duration max) {
     if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
       throw new ParameterException(spec.commandLine(),
-          option + " must be between " + BenchDurations.format(min) + " and " + BenchDurations.format(max)
-              + "; was " + BenchDurations.format(value));
+          option + " must be between " + Durations.format(min) + " and " + Durations.format(max)
+              + "; was " + Durations.format(value));
     }
   }
 

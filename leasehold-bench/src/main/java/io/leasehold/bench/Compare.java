@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,17 +71,17 @@ final class Compare {
     Map<String, Object> toJson() {
       Map<String, Object> j = new LinkedHashMap<>();
       j.put("stores", stores);
-      j.put("warmup", BenchDurations.format(warmup));
-      j.put("duration", BenchDurations.format(duration));
-      j.put("low_load_duration", BenchDurations.format(lowLoad));
+      j.put("warmup", Durations.format(warmup));
+      j.put("duration", Durations.format(duration));
+      j.put("low_load_duration", Durations.format(lowLoad));
       j.put("clients", clients);
       j.put("window", window);
-      j.put("ttl", BenchDurations.format(ttl));
+      j.put("ttl", Durations.format(ttl));
       j.put("hold_leases", leases);
-      j.put("hold_ttl", BenchDurations.format(holdTtl));
-      j.put("hold_duration", BenchDurations.format(holdDuration));
+      j.put("hold_ttl", Durations.format(holdTtl));
+      j.put("hold_duration", Durations.format(holdDuration));
       j.put("hold_clients", holdClients);
-      j.put("hold_setup_timeout", BenchDurations.format(holdSetupTimeout));
+      j.put("hold_setup_timeout", Durations.format(holdSetupTimeout));
       j.put("failover_rounds", rounds);
       j.put("fsync_writes", fsyncWrites);
       return j;
@@ -141,13 +142,13 @@ final class Compare {
   }
 
   private void runAll(String store, Target t, List<Result> out) throws InterruptedException {
-    say(store + ": low-load (1 client, 1 in flight) for " + BenchDurations.format(params.lowLoad()));
+    say(store + ": low-load (1 client, 1 in flight) for " + Durations.format(params.lowLoad()));
     out.add(new AcquireRelease("low-load", t.clients(), store,
         new AcquireRelease.Params(1, 1, params.ttl(), params.warmup(), params.lowLoad())).run());
-    say(store + ": acquire-release for " + BenchDurations.format(params.duration()));
+    say(store + ": acquire-release for " + Durations.format(params.duration()));
     out.add(new AcquireRelease(t.clients(), store,
         new AcquireRelease.Params(params.clients(), params.window(), params.ttl(), params.warmup(), params.duration())).run());
-    say(store + ": contended for " + BenchDurations.format(params.duration()));
+    say(store + ": contended for " + Durations.format(params.duration()));
     out.add(new Contended(t.clients(), store,
         new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), params.warmup(), params.duration())).run());
     if (t.cluster().isPresent()) {
@@ -157,7 +158,7 @@ final class Compare {
     }
     // Last: its leases are not released one by one (the cluster stops next), and what closing the
     // backends leaves the store to clean up must not slow another workload down.
-    say(store + ": hold " + params.leases() + " leases for " + BenchDurations.format(params.holdDuration()));
+    say(store + ": hold " + params.leases() + " leases for " + Durations.format(params.holdDuration()));
     out.add(new Hold(t.clients(), store, t.cluster(),
         new Hold.Params(params.holdClients(), params.leases(), params.holdTtl(), null, 64, params.holdSetupTimeout(), params.warmup(), params.holdDuration(), false)).run());
   }

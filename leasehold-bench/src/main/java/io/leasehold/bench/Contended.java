@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -156,10 +157,10 @@ final class Contended {
   private Result result(MeasureWindow window) {
     Result r = new Result("contended", storeName)
         .param("clients", params.clients())
-        .param("ttl", BenchDurations.format(params.ttl()))
-        .param("hold", BenchDurations.format(params.hold()))
-        .param("warmup", BenchDurations.format(params.warmup()))
-        .param("duration", BenchDurations.format(params.duration()));
+        .param("ttl", Durations.format(params.ttl()))
+        .param("hold", Durations.format(params.hold()))
+        .param("warmup", Durations.format(params.warmup()))
+        .param("duration", Durations.format(params.duration()));
     r.figure("handovers_per_s", "handovers", handovers.sum() / window.seconds(), "/s");
     r.figure("acquire_attempts_per_s", "acquire attempts answered (all clients)", attempts.sum() / window.seconds(), "/s");
     r.figure("refused", "acquires refused (held by another)", refused.sum(), "");

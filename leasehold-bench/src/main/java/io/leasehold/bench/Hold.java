@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -133,18 +134,18 @@ final class Hold {
       Result r = new Result("hold", storeName)
           .param("clients", params.clients())
           .param("leases", params.leases())
-          .param("ttl", BenchDurations.format(params.ttl()))
-          .param("heartbeat", BenchDurations.format(heartbeat))
+          .param("ttl", Durations.format(params.ttl()))
+          .param("heartbeat", Durations.format(heartbeat))
           .param("window", params.window())
-          .param("setup_timeout", BenchDurations.format(params.setupTimeout()))
-          .param("warmup", BenchDurations.format(params.warmup()))
-          .param("duration", BenchDurations.format(params.duration()));
+          .param("setup_timeout", Durations.format(params.setupTimeout()))
+          .param("warmup", Durations.format(params.warmup()))
+          .param("duration", Durations.format(params.duration()));
       r.figure("setup_s", "setup: time to acquire every lease", setupSeconds, "s");
       r.figure("setup_acquires_per_s", "setup: acquires", acquired / setupSeconds, "/s");
       r.figure("acquired", "leases acquired in setup", acquired, "");
       if (skipped.sum() > 0) {
         r.note(String.format(java.util.Locale.ROOT, "the setup timeout (%s) passed before %,d of the leases were tried; the run went on with the others",
-            BenchDurations.format(params.setupTimeout()), skipped.sum()));
+            Durations.format(params.setupTimeout()), skipped.sum()));
       }
       r.figure("held", "leases held after setup", held, "");
       r.figure("offered_renewals_per_s", "renewals due (leases / heartbeat)", held / (heartbeat.toNanos() / 1e9), "/s");

@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.LeaseSettings;
 import java.time.Duration;
 import java.util.Map;
@@ -64,8 +65,8 @@ final class HoldCommand extends BenchCommand {
     try {
       LeaseSettings.builder("x", "x").ttl(ttl).heartbeatInterval(heartbeat).build();
     } catch (IllegalArgumentException e) {
-      throw Check.bad(spec, option + " " + BenchDurations.format(heartbeat) + " does not fit --ttl "
-          + BenchDurations.format(ttl) + ": " + e.getMessage());
+      throw Check.bad(spec, option + " " + Durations.format(heartbeat) + " does not fit --ttl "
+          + Durations.format(ttl) + ": " + e.getMessage());
     }
   }
 

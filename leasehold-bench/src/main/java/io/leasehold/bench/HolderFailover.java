@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -91,8 +92,8 @@ final class HolderFailover {
     Result result = new Result("failover", storeName)
         .param("kill", "holder")
         .param("rounds", params.rounds())
-        .param("ttl", BenchDurations.format(params.ttl()))
-        .param("recovery_timeout", BenchDurations.format(params.recoveryTimeout()));
+        .param("ttl", Durations.format(params.ttl()))
+        .param("recovery_timeout", Durations.format(params.recoveryTimeout()));
     result.figure("rounds", "rounds", rounds.size(), "");
     LeaderFailover.addMs(result, "takeover", "holder killed -> another client acquires", takeover);
     result.figure("takeover_over_ttl", "takeover p50 / TTL",

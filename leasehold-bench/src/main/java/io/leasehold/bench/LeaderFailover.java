@@ -1,5 +1,6 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -150,8 +151,8 @@ final class LeaderFailover {
     Result result = new Result("failover", cluster.name())
         .param("kill", "leader")
         .param("rounds", params.rounds())
-        .param("ttl", BenchDurations.format(params.ttl()))
-        .param("recovery_timeout", BenchDurations.format(params.recoveryTimeout()));
+        .param("ttl", Durations.format(params.ttl()))
+        .param("recovery_timeout", Durations.format(params.recoveryTimeout()));
     result.figure("rounds", "rounds", rounds.size(), "");
     addMs(result, "next_acquire", "kill -> next successful acquire", probeRecovery);
     result.figure("lease_held_through", "lease A held through the kill", heldThrough, "");

@@ -9,9 +9,10 @@ import java.util.regex.Pattern;
 /**
  * The durations the command line reads and prints: a number and a unit, {@code ms}, {@code s},
  * {@code m} or {@code h}, optionally combined: {@code 500ms}, {@code 2s}, {@code 1.5s}, {@code 1m},
- * {@code 1m30s}.
+ * {@code 1m30s}. Public for the tools built on the command line ({@code leasehold bench},
+ * {@code leasehold faults}), so every Leasehold command reads and prints durations alike.
  */
-final class Durations {
+public final class Durations {
 
   private static final Pattern PART = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m|h)");
   private static final BigDecimal NANOS_PER_MILLI = BigDecimal.valueOf(1_000_000L);
@@ -24,7 +25,7 @@ final class Durations {
    * @throws IllegalArgumentException if {@code text} is not of that form, is finer than a
    *     nanosecond, or does not fit in a {@link Duration} of nanoseconds
    */
-  static Duration parse(String text) {
+  public static Duration parse(String text) {
     String s = text.strip().toLowerCase(Locale.ROOT);
     Matcher m = PART.matcher(s);
     BigDecimal nanos = BigDecimal.ZERO;
@@ -52,7 +53,7 @@ final class Durations {
    * Formats a duration the way {@link #parse} reads it, to the millisecond (finer only below one):
    * 200ms, 1.5s, 1m30s.
    */
-  static String format(Duration d) {
+  public static String format(Duration d) {
     long ms = d.toMillis();
     if (ms == 0) {
       return BigDecimal.valueOf(d.toNanos(), 6).stripTrailingZeros().toPlainString() + "ms";

@@ -1,14 +1,12 @@
 package io.leasehold.faults;
 
+import io.leasehold.cli.Durations;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.time.format.DateTimeParseException;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -106,29 +104,15 @@ public final class FaultsMain implements Callable<Integer> {
     }
   }
 
-  private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
-
   private Duration duration(String option, String value, Duration min, Duration max) {
-    Matcher m = DURATION.matcher(value.strip().toLowerCase(Locale.ROOT));
     Duration d;
-    if (m.matches()) {
-      long n = Long.parseLong(m.group(1));
-      d = switch (m.group(2)) {
-        case "ms" -> Duration.ofMillis(n);
-        case "s" -> Duration.ofSeconds(n);
-        case "m" -> Duration.ofMinutes(n);
-        default -> Duration.ofHours(n);
-      };
-    } else {
-      try {
-        d = Duration.parse(value.strip());
-      } catch (DateTimeParseException e) {
-        throw bad(option + " must be a duration such as 500ms, 90s, 30m or 2h; was '" + value + "'");
-      }
+    try {
+      d = Durations.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw bad(option + ": " + e.getMessage());
     }
     if (d.compareTo(min) < 0 || d.compareTo(max) > 0) {
-      throw bad(option + " must be between " + min.toString().substring(2).toLowerCase(Locale.ROOT) + " and "
-          + max.toString().substring(2).toLowerCase(Locale.ROOT) + "; was " + value);
+      throw bad(option + " must be between " + Durations.format(min) + " and " + Durations.format(max) + "; was " + value);
     }
     return d;
   }

@@ -17,8 +17,8 @@ class FaultsMainTest {
   @ParameterizedTest
   @CsvSource(delimiter = '|', value = {
     "--duration=5s|--duration must be between 10s and 24h; was 5s",
-    "--duration=soon|--duration must be a duration such as 500ms, 90s, 30m or 2h; was 'soon'",
-    "--ttl=100ms|--ttl must be between 0.5s and 1m; was 100ms",
+    "--duration=soon|--duration: 'soon' is not a duration; write a number and a unit",
+    "--ttl=100ms|--ttl must be between 500ms and 1m; was 100ms",
     "--clients=1|--clients must be between 2 and 16; was 1",
     "--lease-backend=memory:|--lease-backend memory: is a store inside one process",
   })
