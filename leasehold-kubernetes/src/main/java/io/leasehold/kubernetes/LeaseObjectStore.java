@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.Ticker;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
@@ -281,6 +282,14 @@ final class LeaseObjectStore implements LeaseStore {
             reply -> {
               if (reply.ok()) {
                 return take(request, reply.lease(), deadline, 0);
+              }
+              if (reply.notFound()) {
+                return CompletableFuture.failedFuture(
+                    new LeaseStoreUnavailableException(
+                        "could not create Lease " + api.namespace() + "/" + objectName
+                            + ": the API server answered 404 (does namespace " + api.namespace()
+                            + " exist?)",
+                        null));
               }
               // 409: someone made it first, maybe an abandoned attempt of ours
               return api.get(objectName, deadline.left())
