@@ -29,10 +29,15 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Expiry</b> is measured by each contender on its own monotonic clock: a record held by
  *       another holder is taken over only after this process has seen it unchanged for its {@code
  *       leaseDurationSeconds}. Clocks of different machines are never compared.</li>
- *   <li><b>Fencing token</b>: the object's {@code leaseTransitions}, which every new tenure
- *       increments under compare-and-set. Deleting the object resets it: never delete a Lease
- *       object that guards a fenced resource (Leasehold itself never deletes; release only clears
- *       the holder).</li>
+ *   <li><b>Fencing token</b>: the {@code resourceVersion} that the tenure's granting write
+ *       replaced (annotation {@code leasehold.io/fencing-token}). Resource versions only grow,
+ *       also across a delete and re-creation of the object, so tokens strictly increase whatever
+ *       is deleted; {@code leaseTransitions} is still counted as client-go counts it, but it
+ *       starts again at 0 on a new object and is not the token.</li>
+ *   <li><b>Deletes</b>: a held object carries the finalizer {@code leasehold.io/tenure}, so a
+ *       {@code kubectl delete} only marks it; the holder's next renewal stops it and then
+ *       removes the finalizer, and a contender finding it marked waits its lease duration out
+ *       first, as for an expired holder.</li>
  *   <li><b>Names</b>: lease names Kubernetes would reject are mapped by {@link
  *       KubernetesLeaseNames#objectName(String)}.</li>
  * </ul>
@@ -129,7 +134,7 @@ public final class KubernetesBackend implements LeaseBackend {
     }
     String objectName = KubernetesLeaseNames.objectName(settings.name());
     LeaseObjectStore store =
-        new LeaseObjectStore(api, objectName, settings, runtime.ticker(), wallClock);
+        new LeaseObjectStore(api, objectName, settings, runtime.ticker(), wallClock, leases);
     return leases.newLease(settings, store, runtime);
   }
 

@@ -57,11 +57,18 @@ final class LeaseApi {
    * 404 Not Found, or 409 Conflict. Every other status fails the future.
    *
    * @param code the HTTP status
-   * @param lease the object the server returned, or {@code null} on 404 and 409
+   * @param lease the object the server returned, or {@code null} on 404 and 409, and on a 200
+   *     without a body (fabric8's mock server answers so the update that removes the last
+   *     finalizer of an object being deleted)
    */
   record Reply(int code, Lease lease) {
     boolean ok() {
       return lease != null;
+    }
+
+    /** Whether the server applied the request (2xx), with or without an object in the reply. */
+    boolean succeeded() {
+      return code == HttpURLConnection.HTTP_OK || code == HttpURLConnection.HTTP_CREATED;
     }
 
     boolean notFound() {
@@ -136,7 +143,8 @@ final class LeaseApi {
     int code = response.code();
     switch (code) {
       case HttpURLConnection.HTTP_OK, HttpURLConnection.HTTP_CREATED -> {
-        Lease lease = parse(response.body(), what, name);
+        String body = response.body();
+        Lease lease = body == null || body.isBlank() ? null : parse(body, what, name);
         return new Reply(code, lease);
       }
       case HttpURLConnection.HTTP_NOT_FOUND, HttpURLConnection.HTTP_CONFLICT -> {

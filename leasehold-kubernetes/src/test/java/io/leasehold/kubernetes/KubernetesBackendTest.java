@@ -61,8 +61,11 @@ class KubernetesBackendTest {
     assertThat(first.getSpec().getLeaseDurationSeconds())
         .as("a 1.5 s TTL, rounded up to whole seconds")
         .isEqualTo(2);
-    assertThat(first.getSpec().getLeaseTransitions()).isZero();
-    assertThat(a.fencingToken()).hasValue(0);
+    assertThat(first.getSpec().getLeaseTransitions())
+        .as("the first tenure takes the released record the create made")
+        .isEqualTo(1);
+    assertThat(a.fencingToken()).hasValue(token(first));
+    assertThat(first.getMetadata().getFinalizers()).containsExactly(LeaseObjectStore.FINALIZER);
     assertThat(first.getSpec().getAcquireTime()).isEqualTo(first.getSpec().getRenewTime());
     assertThat(first.getMetadata().getAnnotations())
         .containsEntry(LeaseObjectStore.LEASE_NAME_ANNOTATION, "orders");
@@ -77,7 +80,8 @@ class KubernetesBackendTest {
     Lease renewed = read("orders");
     assertThat(renewed.getSpec().getAcquireTime()).isEqualTo(first.getSpec().getAcquireTime());
     assertThat(renewed.getSpec().getRenewTime()).isAfter(first.getSpec().getRenewTime());
-    assertThat(renewed.getSpec().getLeaseTransitions()).isZero();
+    assertThat(renewed.getSpec().getLeaseTransitions()).isEqualTo(1);
+    assertThat(token(renewed)).as("renewals keep the token").isEqualTo(token(first));
   }
 
   @Test
@@ -91,10 +95,15 @@ class KubernetesBackendTest {
     Lease released = read("jobs");
     assertThat(released.getSpec().getHolderIdentity()).isEmpty();
     assertThat(released.getSpec().getLeaseDurationSeconds()).isEqualTo(1);
-    assertThat(released.getSpec().getLeaseTransitions()).isZero();
+    assertThat(released.getSpec().getLeaseTransitions()).isEqualTo(1);
+    assertThat(released.getMetadata().getFinalizers())
+        .as("only a held object keeps the finalizer")
+        .isNullOrEmpty();
     assertThat(b.acquire().get()).as("a released lease is free at once").isTrue();
-    assertThat(b.fencingToken()).hasValue(1);
-    assertThat(read("jobs").getSpec().getLeaseTransitions()).isEqualTo(1);
+    assertThat(b.fencingToken())
+        .as("the token is the resourceVersion the tenure's write replaced")
+        .hasValue(Long.parseLong(released.getMetadata().getResourceVersion()));
+    assertThat(read("jobs").getSpec().getLeaseTransitions()).isEqualTo(2);
   }
 
   @Test
@@ -109,8 +118,9 @@ class KubernetesBackendTest {
     assertThat(a.acquire().get()).as("the first look only starts the clock").isFalse();
     // The foreign holder renews: the clock starts again from this change.
     Lease seen = read("batch");
-    admin.resource(new LeaseBuilder(seen).editSpec().withRenewTime(anHourAgo.plusSeconds(1)).endSpec().build())
-        .update();
+    Lease lastForeign =
+        admin.resource(new LeaseBuilder(seen).editSpec().withRenewTime(anHourAgo.plusSeconds(1)).endSpec().build())
+            .update();
     long renewed = System.nanoTime(); // before this contender can have seen the change
     assertThat(a.acquire().get()).isFalse();
 
@@ -123,7 +133,8 @@ class KubernetesBackendTest {
         .as("unchanged for leaseDurationSeconds (3 s) since the foreign holder renewed")
         .isGreaterThanOrEqualTo(Duration.ofSeconds(3));
     assertThat(Duration.ofNanos(tookOver - firstLook)).isGreaterThanOrEqualTo(Duration.ofSeconds(3));
-    assertThat(a.fencingToken()).hasValue(8);
+    assertThat(a.fencingToken()).hasValue(Long.parseLong(lastForeign.getMetadata().getResourceVersion()));
+    assertThat(read("batch").getSpec().getLeaseTransitions()).isEqualTo(8);
     assertThat(read("batch").getSpec().getHolderIdentity()).isEqualTo(a.holder().toString());
   }
 
@@ -151,6 +162,26 @@ class KubernetesBackendTest {
     assertThat(losses.first().reason().detail()).contains("intruder");
     assertThat(a.checkAlive()).isFalse();
     assertThat(read("shard-1").getSpec().getHolderIdentity()).isEqualTo("intruder");
+  }
+
+  @Test
+  void aRecordWhoseTokenIsNotBelowItsResourceVersionIsRefusedNotGrantedASmallerToken() {
+    // What an etcd restore from a backup can leave: a record of a tenure whose token is above the
+    // object's resourceVersion. A new tenure would get a token no greater than an earlier one.
+    ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+    admin.resource(new LeaseBuilder(foreign("restored", "", 4, now))
+            .editMetadata()
+            .addToAnnotations(LeaseObjectStore.TOKEN_ANNOTATION, "999999999999")
+            .endMetadata()
+            .build())
+        .create();
+    io.leasehold.Lease a = backend.newLease(settings("restored", "pod-a"));
+
+    assertThatThrownBy(() -> a.acquire().join())
+        .hasCauseInstanceOf(io.leasehold.LeaseException.class)
+        .hasMessageContaining("not above the fencing token 999999999999");
+    assertThat(a.checkAlive()).isFalse();
+    assertThat(read("restored").getSpec().getHolderIdentity()).isEmpty();
   }
 
   @Test
@@ -201,6 +232,10 @@ class KubernetesBackendTest {
       assertThat(opened).isInstanceOf(KubernetesBackend.class);
       assertThat(opened.uri()).isEqualTo("kubernetes:?namespace=team-a");
     }
+  }
+
+  private static long token(Lease lease) {
+    return Long.parseLong(lease.getMetadata().getAnnotations().get(LeaseObjectStore.TOKEN_ANNOTATION));
   }
 
   private Lease read(String objectName) {

@@ -9,16 +9,23 @@ import java.util.Optional;
  *
  * <ul>
  *   <li>{@code /leasehold/leases/<encoded name>}: a persistent <em>lease node</em>, one per lease
- *       name ever used. Its data is the lease name; its data version counts tenures, because every
- *       new tenure rewrites it in the same transaction that creates the holder node.</li>
+ *       name ever used. Its data is the {@link TenureRecord} of the current tenure, or the lease
+ *       name once that tenure was released; its data version changes with every new tenure and
+ *       every release, because each rewrites it in the same transaction that creates or deletes
+ *       the holder node.</li>
  *   <li>{@code /leasehold/leases/<encoded name>/holder}: the ephemeral <em>holder node</em> of the
  *       current tenure, owned by the holder's session. Its czxid is the fencing token.</li>
+ *   <li>{@code /leasehold/sessions/<session id, 16 hex digits>}: an ephemeral <em>session
+ *       node</em> per session that holds leases, made before its first tenure. It exists exactly
+ *       as long as the session (unless someone deletes it), so a contender can tell a tenure whose
+ *       session ended from one whose holder node alone was deleted.</li>
  * </ul>
  */
 final class ZNodes {
 
   static final String ROOT = "/leasehold";
   static final String LEASES = ROOT + "/leases";
+  static final String SESSIONS = ROOT + "/sessions";
   private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
   private ZNodes() {}
@@ -49,6 +56,68 @@ final class ZNodes {
 
   static String holderNode(String leaseName) {
     return leaseNode(leaseName) + "/holder";
+  }
+
+  static String sessionNode(long sessionId) {
+    return SESSIONS + "/" + String.format("%016x", sessionId);
+  }
+
+  /** What a lease node holds once no tenure is recorded on it: the lease name, as readable text. */
+  static byte[] noTenure(String leaseName) {
+    return leaseName.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * What a lease node holds while a tenure has not been released: who holds it, in which session,
+   * for how long after that session was last heard. It stays when the holder node is deleted by
+   * anyone but the holder's release, so that contenders know a tenure may still run: they wait
+   * until the session has ended (its session node is gone), the holder confirmed that it stopped
+   * (it rewrote the record as {@link #noTenure}), or the TTL has passed since they first saw it so.
+   */
+  record TenureRecord(HolderId holder, long session, long ttlMillis) {
+
+    private static final String MAGIC = "leasehold-tenure";
+
+    byte[] toBytes() {
+      return (MAGIC + "\nholder=" + holder + "\nsession=" + Long.toHexString(session) + "\nttlMillis="
+              + ttlMillis + "\n")
+          .getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Parses what {@link #toBytes()} wrote; empty for anything else (no tenure recorded). */
+    static Optional<TenureRecord> parse(byte[] data) {
+      if (data == null) {
+        return Optional.empty();
+      }
+      String[] lines = new String(data, StandardCharsets.UTF_8).split("\n");
+      if (lines.length == 0 || !lines[0].equals(MAGIC)) {
+        return Optional.empty(); // a lease name: lease names have no control characters
+      }
+      String holder = null;
+      Long session = null;
+      Long ttl = null;
+      try {
+        for (String line : lines) {
+          int eq = line.indexOf('=');
+          if (eq < 0) {
+            continue;
+          }
+          String value = line.substring(eq + 1);
+          switch (line.substring(0, eq)) {
+            case "holder" -> holder = value;
+            case "session" -> session = Long.parseUnsignedLong(value, 16);
+            case "ttlMillis" -> ttl = Long.parseLong(value);
+            default -> { }
+          }
+        }
+        if (holder == null || session == null || ttl == null || ttl <= 0) {
+          return Optional.empty();
+        }
+        return Optional.of(new TenureRecord(HolderId.parse(holder), session, ttl));
+      } catch (IllegalArgumentException e) {
+        return Optional.empty();
+      }
+    }
   }
 
   /**

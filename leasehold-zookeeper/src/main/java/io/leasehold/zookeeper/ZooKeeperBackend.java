@@ -23,8 +23,15 @@ import org.slf4j.LoggerFactory;
  * lease's TTL says. A lease's TTL must therefore be at most the session timeout (the {@code
  * sessionTimeout} URI parameter, 15 s by default, and what the ensemble actually granted): a lease
  * with a longer TTL is refused when it is made, or when it is acquired if the servers' {@code
- * maxSessionTimeout} cut the session timeout down. Set the TTL equal to the session timeout: a
- * shorter TTL is safe, but a crashed holder's lease is freed only after the session timeout.
+ * maxSessionTimeout} cut the session timeout down. On a single server, set the TTL equal to the
+ * session timeout: a shorter TTL is safe, but a crashed holder's lease is freed only after the
+ * session timeout. On an ensemble a follower tells the leader of its sessions' activity only on
+ * its pings, so give the session timeout a heartbeat interval and a tick more than the TTL (see
+ * {@code docs/zookeeper.md}).
+ *
+ * <p>An operator's delete of a holder node frees the name only once the holder has stopped: the
+ * lease node keeps the tenure's record (holder, session, TTL) until a release or the holder's
+ * confirmation, and contenders wait for that, for the session's end, or for one TTL.
  *
  * <p>Opening waits up to one session timeout for the first connection, so that the first acquire
  * does not race the session's set-up; if the ensemble cannot be reached by then, it returns

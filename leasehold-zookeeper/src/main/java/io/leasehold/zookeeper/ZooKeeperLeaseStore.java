@@ -15,6 +15,7 @@ import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import io.leasehold.zookeeper.ZNodes.HolderRecord;
+import io.leasehold.zookeeper.ZNodes.TenureRecord;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -57,16 +58,30 @@ import org.slf4j.LoggerFactory;
  * node's czxid.
  *
  * <p><b>Renew</b> is answered from the session, not per lease: a round trip on the session (a
- * cheap {@code exists}, shared by every renewal within a twentieth of the TTL) proves the session
- * was alive when the request reached the server, and ZooKeeper measures session expiry from the
- * last request it received. So the server keeps every node of the session at least a session
- * timeout after the probe was <em>sent</em>; the probe's send time is the renewal's {@code
- * validFrom}, and since the session timeout is at least the lease's TTL (checked when the lease
- * is made and when the session is negotiated), the holder's deadline, {@code validFrom + TTL ×
- * (1 − drift) − margin}, always falls before the server may delete the node. While Curator reports
- * the connection {@code SUSPENDED}, renewals fail at once: nothing extends a deadline, which runs
- * on. {@code LOST}, a new session, or the holder node deleted or replaced (a watch on it) end the
- * tenure at once.
+ * {@code sync} and then a cheap {@code exists}, shared by every renewal within a twentieth of the
+ * TTL) proves the session was alive when the request reached the server, and ZooKeeper measures
+ * session expiry from the last request it received. So the server keeps every node of the session
+ * at least a session timeout after the probe was <em>sent</em>; the probe's send time is the
+ * renewal's {@code validFrom}, and since the session timeout is at least the lease's TTL (checked
+ * when the lease is made and when the session is negotiated), the holder's deadline, {@code
+ * validFrom + TTL × (1 − drift) − margin}, always falls before the server may delete the node. The
+ * {@code sync} goes through the ensemble's leader: a follower cut off from the quorum answers local
+ * reads until it notices (up to {@code syncLimit × tickTime}), while the leader expires the session
+ * on its own count; without the sync such a follower would confirm renewals all along. While
+ * Curator reports the connection {@code SUSPENDED}, renewals fail at once: nothing extends a
+ * deadline, which runs on. {@code LOST}, a new session, or the holder node deleted or replaced (a
+ * watch on it) end the tenure at once. A renewal is confirmed only while that watch is armed:
+ * ZooKeeper delivers a watch event before the reply to any read the server answers after the
+ * change, so a probe answered with the watch still armed proves the node was there when the probe
+ * was read; a watch that fired (or was never set) is re-armed by a read of the node first.
+ *
+ * <p><b>Deleted holder nodes.</b> The lease node records the tenure (holder, session, TTL) until a
+ * release rewrites it. When the holder node goes without a release — its session ended, or someone
+ * deleted it — a contender acquires at once only if the tenure's session has ended (its ephemeral
+ * session node is gone: the server ends a session only after the holder's deadline) or the holder
+ * confirmed it stopped (it rewrites the record after its loss); otherwise it waits the tenure's TTL
+ * out on its own clock from when it first saw the node gone, as no renewal of the holder succeeds
+ * after the delete.
  *
  * <p><b>Orphans.</b> ZooKeeper has no per-node TTL, so a node that its lease no longer renews (an
  * acquire answered after the engine gave up on it, a release that never got through) would live as
@@ -89,7 +104,11 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   private final Scheduler timers;
   private final OpenLeases leases;
   private final Map<Long, Held> held = new ConcurrentHashMap<>();
+  /** Lease names whose holder node a contender found deleted under a live session, and since when. */
+  private final Map<String, Orphan> orphans = new ConcurrentHashMap<>();
   private final AtomicReference<Probe> lastProbe = new AtomicReference<>();
+  /** Making (or made) the session node of the current session. */
+  private final AtomicReference<SessionNodeTask> sessionNodeTask = new AtomicReference<>();
   private final Object lock = new Object();
 
   // Guarded by lock.
@@ -168,6 +187,13 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     }
     endTenures(session, false, "the ZooKeeper session that owned the holder node ended; the"
         + " backend is now in session 0x" + Long.toHexString(session));
+    // Ready before the first acquire needs it (an acquire waits for it otherwise).
+    sessionNode(zk).whenComplete((ok, e) -> {
+      if (e != null) {
+        log.debug("{}: the session node of session 0x{} is not made yet: {}", backendName,
+            Long.toHexString(session), e.toString());
+      }
+    });
     ready.forEach(f -> f.complete(zk));
   }
 
@@ -185,13 +211,15 @@ final class ZooKeeperLeaseStore implements LeaseStore {
    * already decided is reported as EXPIRED, as it happened; the store's reason applies otherwise
    * (and refuses a grant still on its way to the engine).
    */
-  private void lose(Held h, LeaseLost reason) {
+  private boolean lose(Held h, LeaseLost reason) {
     if (held.remove(h.token, h) && !h.releasing) {
       log.info("Lease '{}' (token {}) of {} is gone: {}", h.leaseName, h.token, h.holder, reason);
       Optional<ManagedLease> lease = leases.find(h.holder);
       lease.ifPresent(ManagedLease::checkAlive);
       lease.ifPresent(l -> l.storeReportedLoss(h.token, reason));
+      return true;
     }
+    return false;
   }
 
   /** The handle of the live session, once there is one; fails after {@code patienceNanos}. */
@@ -287,7 +315,91 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     }
   }
 
-  /** One acquire request: read the lease node's version, then one transaction. */
+  /**
+   * Makes this session's session node, once per session: it must exist before the session's
+   * first tenure (every acquire transaction checks it), so that its absence means the session
+   * has ended. Started as soon as a session is connected; an acquire joins it.
+   */
+  private CompletableFuture<Void> sessionNode(ZooKeeper zk) {
+    long session = zk.getSessionId();
+    for (; ; ) {
+      SessionNodeTask current = sessionNodeTask.get();
+      if (current != null && current.session == session && !current.done.isCompletedExceptionally()) {
+        return current.done;
+      }
+      SessionNodeTask fresh = new SessionNodeTask(session, new CompletableFuture<>());
+      if (sessionNodeTask.compareAndSet(current, fresh)) {
+        makeSessionNode(zk, session, fresh.done, true);
+        return fresh.done;
+      }
+    }
+  }
+
+  /** Forgets the session node (someone deleted it): the next acquire makes it again. */
+  private void sessionNodeGone(long session) {
+    SessionNodeTask current = sessionNodeTask.get();
+    if (current != null && current.session == session) {
+      sessionNodeTask.compareAndSet(current, null);
+    }
+  }
+
+  private void makeSessionNode(
+      ZooKeeper zk, long session, CompletableFuture<Void> done, boolean makeParents) {
+    String path = ZNodes.sessionNode(session);
+    zk.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL,
+        (rc, p, ctx, name) -> {
+          if (rc == Code.OK.intValue()) {
+            done.complete(null);
+          } else if (rc == Code.NODEEXISTS.intValue()) {
+            // Made by an earlier call whose reply was lost, if it is this session's own.
+            zk.exists(path, false, (rc2, p2, ctx2, stat) -> {
+              if (rc2 == Code.OK.intValue() && stat.getEphemeralOwner() == session) {
+                done.complete(null);
+              } else if (rc2 == Code.OK.intValue()) {
+                done.completeExceptionally(new LeaseStoreUnavailableException(
+                    path + " exists but is not an ephemeral node of this session (0x"
+                        + Long.toHexString(session) + "); delete it", null));
+              } else {
+                done.completeExceptionally(unavailable(rc2, "reading " + path));
+              }
+            }, null);
+          } else if (rc == Code.NONODE.intValue() && makeParents) {
+            createPersistent(zk, ZNodes.ROOT)
+                .thenCompose(ignored -> createPersistent(zk, ZNodes.SESSIONS))
+                .whenComplete((ok, e) -> {
+                  if (e != null) {
+                    done.completeExceptionally(e);
+                  } else {
+                    makeSessionNode(zk, session, done, false);
+                  }
+                });
+          } else {
+            done.completeExceptionally(unavailable(rc, "creating " + path));
+          }
+        }, null);
+  }
+
+  private CompletableFuture<Void> createPersistent(ZooKeeper zk, String path) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    zk.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+        (rc, p, ctx, name) -> {
+          if (rc == Code.OK.intValue() || rc == Code.NODEEXISTS.intValue()) {
+            done.complete(null);
+          } else if (rc == Code.NONODE.intValue() && path.equals(ZNodes.ROOT)) {
+            done.completeExceptionally(new LeaseStoreUnavailableException(
+                "the chroot of " + backendName + " does not exist in ZooKeeper; create it"
+                    + " first (ZooKeeper does not create a client's chroot)", null));
+          } else {
+            done.completeExceptionally(unavailable(rc, "creating " + path));
+          }
+        }, null);
+    return done;
+  }
+
+  /**
+   * One acquire request: read the lease node (its tenure record and version), look at the holder
+   * node if a tenure is recorded, then one transaction.
+   */
   private final class Acquisition {
     private final ZooKeeper zk;
     private final AcquireRequest request;
@@ -304,7 +416,13 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     }
 
     CompletableFuture<AcquireResult> start() {
-      readLeaseNode();
+      sessionNode(zk).whenComplete((ok, e) -> {
+        if (e != null) {
+          fail(e);
+        } else {
+          readLeaseNode();
+        }
+      });
       return result;
     }
 
@@ -315,9 +433,9 @@ final class ZooKeeperLeaseStore implements LeaseStore {
                 + " acquire transactions in a row", null));
         return;
       }
-      zk.exists(leaseNode, false, (rc, path, ctx, stat) -> {
+      zk.getData(leaseNode, false, (rc, path, ctx, data, stat) -> {
         if (rc == Code.OK.intValue()) {
-          tryCreate(stat.getVersion());
+          onLeaseNode(data, stat);
         } else if (rc == Code.NONODE.intValue()) {
           createLeaseNode();
         } else {
@@ -326,20 +444,66 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       }, null);
     }
 
+    /** No tenure recorded: try at once. A tenure recorded: is its holder node still there? */
+    private void onLeaseNode(byte[] data, Stat leaseStat) {
+      int version = leaseStat.getVersion();
+      Optional<TenureRecord> tenure = TenureRecord.parse(data);
+      if (tenure.isEmpty()) {
+        tryCreate(version);
+        return;
+      }
+      zk.getData(holderNode, false, (rc, path, ctx, holderData, holderStat) -> {
+        if (rc == Code.OK.intValue()) {
+          onHolderNode(version, holderData, holderStat);
+        } else if (rc == Code.NONODE.intValue()) {
+          orphaned(version, leaseStat.getMzxid(), tenure.get());
+        } else {
+          fail(rc, "reading the holder node");
+        }
+      }, null);
+    }
+
     /**
-     * Creates the lease node (version 0), and its parents first if they are missing too. Someone
-     * else may create or change it meanwhile; the acquire transaction checks the version anyway.
+     * A tenure is recorded but its holder node is gone, without a release. Either its session
+     * ended (the server deletes a session's nodes only after the holder's deadline) or someone
+     * deleted the node while the holder may still run: then the name waits until the holder
+     * confirms it stopped (it rewrites the record), its session ends, or the tenure's TTL has
+     * passed on this contender's clock since it first saw the node gone.
      */
+    private void orphaned(int version, long recordZxid, TenureRecord tenure) {
+      String sessionNode = ZNodes.sessionNode(tenure.session());
+      zk.exists(sessionNode, false, (rc, path, ctx, stat) -> {
+        if (rc == Code.NONODE.intValue()
+            || (rc == Code.OK.intValue() && stat.getEphemeralOwner() != tenure.session())) {
+          tryCreate(version); // the holder's session has ended
+        } else if (rc == Code.OK.intValue()) {
+          if (waitedOut(request.leaseName(), recordZxid, tenure)) {
+            log.info("Lease '{}': the holder node of {} was deleted, its session 0x{} is still"
+                    + " alive, and the tenure's TTL of {} ms has passed since: acquiring",
+                request.leaseName(), tenure.holder(), Long.toHexString(tenure.session()),
+                tenure.ttlMillis());
+            tryCreate(version);
+          } else {
+            result.complete(new AcquireResult.HeldElsewhere(tenure.holder().toString()));
+          }
+        } else {
+          fail(rc, "reading the session node of the last holder");
+        }
+      }, null);
+    }
+
+    /** Creates the lease node (version 0), and its parents first if they are missing too. */
     private void createLeaseNode() {
-      zk.create(leaseNode, nameBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+      zk.create(leaseNode, ZNodes.noTenure(request.leaseName()), ZooDefs.Ids.OPEN_ACL_UNSAFE,
+          CreateMode.PERSISTENT,
           (rc, p, ctx, name) -> {
             if (rc == Code.OK.intValue()) {
               tryCreate(0);
             } else if (rc == Code.NODEEXISTS.intValue()) {
               readLeaseNode();
             } else if (rc == Code.NONODE.intValue()) {
-              createPersistent(ZNodes.ROOT, new byte[0])
-                  .thenCompose(ignored -> createPersistent(ZNodes.LEASES, new byte[0]))
+              createPersistent(zk, ZNodes.ROOT)
+                  .thenCompose(ignored -> createPersistent(zk, ZNodes.LEASES))
                   .whenComplete((ok, e) -> {
                     if (e != null) {
                       fail(e);
@@ -353,33 +517,29 @@ final class ZooKeeperLeaseStore implements LeaseStore {
           }, null);
     }
 
-    private CompletableFuture<Void> createPersistent(String path, byte[] data) {
-      CompletableFuture<Void> done = new CompletableFuture<>();
-      zk.create(path, data, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
-          (rc, p, ctx, name) -> {
-            if (rc == Code.OK.intValue() || rc == Code.NODEEXISTS.intValue()) {
-              done.complete(null);
-            } else if (rc == Code.NONODE.intValue() && path.equals(ZNodes.ROOT)) {
-              done.completeExceptionally(new LeaseStoreUnavailableException(
-                  "the chroot of " + backendName + " does not exist in ZooKeeper; create it"
-                      + " first (ZooKeeper does not create a client's chroot)", null));
-            } else {
-              done.completeExceptionally(unavailable(rc, "creating " + path));
-            }
-          }, null);
-      return done;
+    private byte[] tenureRecord() {
+      return new TenureRecord(request.holder(), zk.getSessionId(), request.ttl().toMillis())
+          .toBytes();
     }
 
+    /**
+     * The acquire transaction: this session's node still exists, the lease node is still at
+     * {@code version} (rewritten with our tenure record), and the holder node is created.
+     */
     private void tryCreate(int version) {
       HolderRecord record = new HolderRecord(request.holder(), request.requestId(), version + 1);
       List<Op> ops = List.of(
-          Op.setData(leaseNode, nameBytes(), version),
+          Op.check(ZNodes.sessionNode(zk.getSessionId()), -1),
+          Op.setData(leaseNode, tenureRecord(), version),
           Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
       zk.multi(ops, (rc, path, ctx, results) -> {
+        int failed = failedOp(results);
         if (rc == Code.OK.intValue()) {
           granted(results, record);
-        } else if (failedOp(results) == 1 && rc == Code.NODEEXISTS.intValue()) {
+        } else if (failed == 2 && rc == Code.NODEEXISTS.intValue()) {
           readHolder(version);
+        } else if (failed == 0) {
+          sessionNodeGone();
         } else if (rc == Code.BADVERSION.intValue() || rc == Code.NONODE.intValue()) {
           readLeaseNode(); // another tenure began (or the node went) since we read the version
         } else {
@@ -388,58 +548,75 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       }, null);
     }
 
+    /** Someone deleted this session's node: make it again, then start over. */
+    private void sessionNodeGone() {
+      ZooKeeperLeaseStore.this.sessionNodeGone(zk.getSessionId());
+      sessionNode(zk).whenComplete((ok, e) -> {
+        if (e != null) {
+          fail(e);
+        } else {
+          readLeaseNode();
+        }
+      });
+    }
+
     /** The lease is held: by whom? */
     private void readHolder(int version) {
       zk.getData(holderNode, false, (rc, path, ctx, data, stat) -> {
         if (rc == Code.NONODE.intValue()) {
           readLeaseNode(); // released meanwhile: try again
-          return;
-        }
-        if (rc != Code.OK.intValue()) {
+        } else if (rc != Code.OK.intValue()) {
           fail(rc, "reading the holder node");
-          return;
-        }
-        Optional<HolderRecord> parsed = HolderRecord.parse(data);
-        if (parsed.isEmpty()) {
-          result.complete(new AcquireResult.HeldElsewhere(
-              "an unreadable holder node (" + new String(data == null ? new byte[0] : data,
-                  StandardCharsets.UTF_8).strip() + ")"));
-          return;
-        }
-        HolderRecord found = parsed.get();
-        if (!found.holder().equals(request.holder())) {
-          result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
-        } else if (found.requestId() > request.requestId()) {
-          result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
-        } else if (found.requestId() == request.requestId()
-            && stat.getEphemeralOwner() == zk.getSessionId()) {
-          // A retry whose first reply was lost: the same tenure.
-          log.debug("Acquire of '{}' by {} was a retry; same tenure {}",
-              request.leaseName(), request.holder(), stat.getCzxid());
-          grantedTenure(stat.getCzxid(), found);
         } else {
-          // A tenure this holder gave up (an older acquire call, or a session that ended):
-          // replace it, on the lease node version read before the holder node, so that nothing
-          // can have begun in between.
-          Held old = held.get(stat.getCzxid());
-          if (old != null) {
-            old.releasing = true;
-            held.remove(old.token, old);
-          }
-          replace(version, stat.getVersion());
+          onHolderNode(version, data, stat);
         }
       }, null);
+    }
+
+    private void onHolderNode(int version, byte[] data, Stat stat) {
+      Optional<HolderRecord> parsed = HolderRecord.parse(data);
+      if (parsed.isEmpty()) {
+        result.complete(new AcquireResult.HeldElsewhere(
+            "an unreadable holder node (" + new String(data == null ? new byte[0] : data,
+                StandardCharsets.UTF_8).strip() + ")"));
+        return;
+      }
+      HolderRecord found = parsed.get();
+      if (!found.holder().equals(request.holder())) {
+        result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
+      } else if (found.requestId() > request.requestId()) {
+        result.complete(new AcquireResult.HeldElsewhere(found.holder().toString()));
+      } else if (found.requestId() == request.requestId()
+          && stat.getEphemeralOwner() == zk.getSessionId()) {
+        // A retry whose first reply was lost: the same tenure.
+        log.debug("Acquire of '{}' by {} was a retry; same tenure {}",
+            request.leaseName(), request.holder(), stat.getCzxid());
+        grantedTenure(stat.getCzxid(), found);
+      } else {
+        // A tenure this holder gave up (an older acquire call, or a session that ended):
+        // replace it, on the lease node version read before the holder node, so that nothing
+        // can have begun in between.
+        Held old = held.get(stat.getCzxid());
+        if (old != null) {
+          old.releasing = true;
+          held.remove(old.token, old);
+        }
+        replace(version, stat.getVersion());
+      }
     }
 
     private void replace(int version, int holderVersion) {
       HolderRecord record = new HolderRecord(request.holder(), request.requestId(), version + 1);
       List<Op> ops = List.of(
-          Op.setData(leaseNode, nameBytes(), version),
+          Op.check(ZNodes.sessionNode(zk.getSessionId()), -1),
+          Op.setData(leaseNode, tenureRecord(), version),
           Op.delete(holderNode, holderVersion),
           Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
       zk.multi(ops, (rc, path, ctx, results) -> {
         if (rc == Code.OK.intValue()) {
           granted(results, record);
+        } else if (failedOp(results) == 0) {
+          sessionNodeGone();
         } else if (rc == Code.BADVERSION.intValue() || rc == Code.NONODE.intValue()
             || rc == Code.NODEEXISTS.intValue()) {
           readLeaseNode();
@@ -452,13 +629,19 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     private void granted(List<OpResult> results, HolderRecord record) {
       // Every operation of a multi shares one zxid: the lease node's new mzxid is the holder
       // node's czxid, the fencing token.
-      long token = ((OpResult.SetDataResult) results.get(0)).getStat().getMzxid();
+      long token = -1;
+      for (OpResult r : results) {
+        if (r instanceof OpResult.SetDataResult set) {
+          token = set.getStat().getMzxid();
+        }
+      }
       grantedTenure(token, record);
     }
 
     private void grantedTenure(long token, HolderRecord record) {
+      orphans.remove(request.leaseName());
       Held h = new Held(request.leaseName(), request.holder(), token, zk.getSessionId(),
-          request.ttl().toNanos(), ticker.read());
+          request.ttl().toNanos(), ticker.read(), record.generation());
       Held existing = held.putIfAbsent(token, h);
       Held tenure = existing != null ? existing : h;
       tenure.touched = ticker.read();
@@ -473,10 +656,6 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       result.complete(new AcquireResult.Acquired(token, request.sentAtNanos()));
     }
 
-    private byte[] nameBytes() {
-      return request.leaseName().getBytes(StandardCharsets.UTF_8);
-    }
-
     private void fail(int rc, String what) {
       fail(unavailable(rc, what + " for lease '" + request.leaseName() + "'"));
     }
@@ -484,6 +663,22 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     private void fail(Throwable e) {
       result.completeExceptionally(e);
     }
+  }
+
+  /**
+   * Whether this contender has seen the holder node of {@code leaseName} gone, under the same
+   * tenure record, for that tenure's whole TTL on its own monotonic clock.
+   */
+  private boolean waitedOut(String leaseName, long recordZxid, TenureRecord tenure) {
+    long now = ticker.read();
+    Orphan seen = orphans.compute(leaseName,
+        (name, o) -> o != null && o.recordZxid == recordZxid ? o : new Orphan(recordZxid, now));
+    if (seen.sinceNanos == now) {
+      log.info("Lease '{}': the holder node of {} was deleted while its session 0x{} is alive;"
+              + " waiting for the holder to confirm it stopped, or for the tenure's TTL of {} ms",
+          leaseName, tenure.holder(), Long.toHexString(tenure.session()), tenure.ttlMillis());
+    }
+    return now - seen.sinceNanos >= TimeUnit.MILLISECONDS.toNanos(tenure.ttlMillis());
   }
 
   /** Index of the operation that failed a multi, or -1. */
@@ -506,32 +701,60 @@ final class ZooKeeperLeaseStore implements LeaseStore {
 
   /** Watches the holder node; a deletion or replacement by anyone but this store is a loss. */
   private void watch(ZooKeeper zk, Held h) {
-    String path = ZNodes.holderNode(h.leaseName);
-    Watcher watcher = new Watcher() {
+    h.watcher = new Watcher() {
       @Override
       public void process(WatchedEvent event) {
         if (event.getType() != Watcher.Event.EventType.None && held.get(h.token) == h) {
-          check(zk, h, this);
+          // Until a read of the node says otherwise, no renewal is confirmed: this event comes
+          // before the reply to any probe read after the change.
+          h.armed = false;
+          check(zk, h);
         }
       }
     };
-    check(zk, h, watcher);
+    check(zk, h);
   }
 
-  private void check(ZooKeeper zk, Held h, Watcher watcher) {
-    zk.getData(ZNodes.holderNode(h.leaseName), watcher, (rc, path, ctx, data, stat) -> {
-      if (rc == Code.NONODE.intValue()) {
-        lose(h, new LeaseLost(LeaseLost.Kind.REVOKED,
-            "the holder node " + path + " was deleted by someone else (an operator, or a session"
-                + " that ended)"));
-      } else if (rc == Code.OK.intValue() && stat.getCzxid() != h.token) {
-        String other = HolderRecord.parse(data).map(r -> r.holder().toString()).orElse("unknown");
-        lose(h, new LeaseLost(LeaseLost.Kind.TAKEN_OVER,
-            "the holder node " + path + " was replaced; it now holds tenure " + stat.getCzxid()
-                + " of " + other));
+  /**
+   * Reads the holder node and sets the watch again. Completes once the answer is handled: the
+   * watch is armed if the node still is this tenure's; a deleted or replaced node is a loss.
+   */
+  private CompletableFuture<Void> check(ZooKeeper zk, Held h) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    zk.getData(ZNodes.holderNode(h.leaseName), h.watcher, (rc, path, ctx, data, stat) -> {
+      try {
+        if (rc == Code.NONODE.intValue()) {
+          if (lose(h, new LeaseLost(LeaseLost.Kind.REVOKED,
+              "the holder node " + path + " was deleted by someone else (an operator, or a session"
+                  + " that ended)"))) {
+            confirmStopped(zk, h);
+          }
+        } else if (rc == Code.OK.intValue() && stat.getCzxid() != h.token) {
+          String other = HolderRecord.parse(data).map(r -> r.holder().toString()).orElse("unknown");
+          lose(h, new LeaseLost(LeaseLost.Kind.TAKEN_OVER,
+              "the holder node " + path + " was replaced; it now holds tenure " + stat.getCzxid()
+                  + " of " + other));
+        } else if (rc == Code.OK.intValue()) {
+          h.armed = true;
+        }
+        // Other errors: the connection is down; Curator's state events and the deadline decide,
+        // and the next renewal arms the watch again.
+      } finally {
+        done.complete(null);
       }
-      // Other errors: the connection is down; Curator's state events and the deadline decide.
     }, null);
+    return done;
+  }
+
+  /**
+   * After a loss to a deleted holder node, the holder has stopped (its lease was ended first):
+   * say so in the lease node, unless another tenure began since, so that contenders need not wait
+   * the tenure's TTL out.
+   */
+  private void confirmStopped(ZooKeeper zk, Held h) {
+    zk.setData(ZNodes.leaseNode(h.leaseName), ZNodes.noTenure(h.leaseName), h.generation,
+        (rc, path, ctx, stat) -> log.debug("Confirming that tenure {} of '{}' stopped: {}",
+            h.token, h.leaseName, Code.get(rc)), null);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -567,20 +790,35 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       return CompletableFuture.failedFuture(e);
     }
     long reuse = tenure.ttl().toNanos() / PROBE_REUSE_DIVISOR;
-    return probe(zk, sentAtNanos, reuse).thenApply(probeSent -> {
-      // A deletion of the node before the probe was answered has been seen by now: ZooKeeper
-      // delivers a watch event before the answers to requests read after the change.
-      return held.get(tenure.token()) == h
-          ? new RenewResult.Renewed(probeSent)
-          : new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED,
-              "the holder node of tenure " + tenure.token() + " is gone"));
-    });
+    CompletableFuture<Void> armed = h.armed ? CompletableFuture.completedFuture(null) : check(zk, h);
+    return armed
+        .thenCompose(ignored -> probe(zk, sentAtNanos, reuse))
+        .thenCompose(probeSent -> {
+          if (held.get(tenure.token()) != h) {
+            return lost(LeaseLost.Kind.REVOKED,
+                "the holder node of tenure " + tenure.token() + " is gone");
+          }
+          if (!h.armed) {
+            // The node changed (or its watch could not be set): its next read decides.
+            return CompletableFuture.failedFuture(new LeaseStoreUnavailableException(
+                "the holder node of lease '" + tenure.leaseName() + "' changed or is not watched;"
+                    + " reading it again", null));
+          }
+          // A deletion before the probe was answered has been seen by now: ZooKeeper delivers a
+          // watch event before the answers to requests read after the change.
+          return CompletableFuture.completedFuture(new RenewResult.Renewed(probeSent));
+        });
   }
 
   /**
    * A round trip on the session, shared: a probe sent at most {@code reuseNanos} before {@code
    * sentAtNanos} on the same handle answers for this renewal too. Completes with the probe's send
    * time, the instant from which the server's session timeout runs at the latest.
+   *
+   * <p>The probe is a {@code sync}, which the server forwards to the ensemble's leader and
+   * answers only after it has applied everything the leader had committed by then, followed by an
+   * {@code exists}. A follower cut off from the quorum cannot answer the sync, so it confirms
+   * nothing while it goes on serving local reads for up to {@code syncLimit × tickTime}.
    */
   private CompletableFuture<Long> probe(ZooKeeper zk, long sentAtNanos, long reuseNanos) {
     Probe last = lastProbe.get();
@@ -591,12 +829,19 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     Probe fresh = new Probe(zk, ticker.read(), new CompletableFuture<>());
     lastProbe.set(fresh);
     try {
-      zk.exists(ZNodes.LEASES, false, (rc, path, ctx, stat) -> {
-        if (rc == Code.OK.intValue() || rc == Code.NONODE.intValue()) {
-          fresh.done.complete(fresh.sentAt);
-        } else {
-          fresh.done.completeExceptionally(unavailable(rc, "the session keep-alive"));
+      zk.sync(ZNodes.LEASES, (rc, path, ctx) -> {
+        if (rc != Code.OK.intValue()) {
+          fresh.done.completeExceptionally(
+              unavailable(rc, "the session keep-alive's sync with the ZooKeeper leader"));
+          return;
         }
+        zk.exists(ZNodes.LEASES, false, (rc2, path2, ctx2, stat) -> {
+          if (rc2 == Code.OK.intValue() || rc2 == Code.NONODE.intValue()) {
+            fresh.done.complete(fresh.sentAt);
+          } else {
+            fresh.done.completeExceptionally(unavailable(rc2, "the session keep-alive"));
+          }
+        }, null);
       }, null);
     } catch (RuntimeException e) {
       fresh.done.completeExceptionally(e);
@@ -618,7 +863,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       h.releasing = true; // its node's deletion is ours, not a loss
     }
     return session(tenure.ttl().toNanos())
-        .thenCompose(zk -> deleteIfStill(zk, tenure.leaseName(), tenure.token()))
+        .thenCompose(zk -> deleteIfStill(zk, tenure.leaseName(), tenure.token(),
+            h != null ? h.generation : -1))
         .thenRun(() -> {
           if (h != null) {
             held.remove(h.token, h);
@@ -627,15 +873,33 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   }
 
   /**
-   * Deletes the holder node if it is still tenure {@code token}, in a transaction that checks the
-   * lease node's version: if any tenure began since, nothing is deleted.
+   * Deletes the holder node if it is still tenure {@code token}, in a transaction that also
+   * rewrites the lease node's tenure record as released, on the version this tenure's creation
+   * left: if any tenure began since, nothing is changed. If the holder node is already gone
+   * (deleted by someone else), only the record is rewritten, on the same condition: the tenure
+   * has ended here, so contenders need not wait it out.
+   *
+   * @param generation the lease node version the tenure's creation left, or -1 if unknown
    */
-  private CompletableFuture<Void> deleteIfStill(ZooKeeper zk, String leaseName, long token) {
+  private CompletableFuture<Void> deleteIfStill(
+      ZooKeeper zk, String leaseName, long token, int generation) {
     CompletableFuture<Void> done = new CompletableFuture<>();
     String holderNode = ZNodes.holderNode(leaseName);
     zk.getData(holderNode, false, (rc, path, ctx, data, stat) -> {
       if (rc == Code.NONODE.intValue()) {
-        done.complete(null);
+        if (generation < 0) {
+          done.complete(null);
+          return;
+        }
+        zk.setData(ZNodes.leaseNode(leaseName), ZNodes.noTenure(leaseName), generation,
+            (rc2, p2, ctx2, stat2) -> {
+              if (rc2 == Code.OK.intValue() || rc2 == Code.BADVERSION.intValue()
+                  || rc2 == Code.NONODE.intValue()) {
+                done.complete(null);
+              } else {
+                done.completeExceptionally(unavailable(rc2, "releasing lease '" + leaseName + "'"));
+              }
+            }, null);
         return;
       }
       if (rc != Code.OK.intValue()) {
@@ -648,7 +912,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
         return;
       }
       List<Op> ops = List.of(
-          Op.check(ZNodes.leaseNode(leaseName), record.get().generation()),
+          Op.setData(ZNodes.leaseNode(leaseName), ZNodes.noTenure(leaseName),
+              record.get().generation()),
           Op.delete(holderNode, stat.getVersion()));
       zk.multi(ops, (rc2, p2, ctx2, results) -> {
         if (rc2 == Code.OK.intValue() || rc2 == Code.BADVERSION.intValue()
@@ -690,7 +955,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       scheduleReap(h);
       return;
     }
-    deleteIfStill(zk, h.leaseName, h.token).whenComplete((ok, e) -> {
+    deleteIfStill(zk, h.leaseName, h.token, h.generation).whenComplete((ok, e) -> {
       if (e == null) {
         held.remove(h.token, h);
       } else {
@@ -717,18 +982,34 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     final long ttlNanos;
     /** Ticker reading of the last grant or renewal request. */
     volatile long touched;
+    /** The lease node's version that the tenure's creation left. */
+    final int generation;
     /** Set while this store itself deletes the node, so the watch does not call it a loss. */
     volatile boolean releasing;
+    /** The watch on the holder node. */
+    volatile Watcher watcher;
+    /**
+     * Whether the watch is set and the node was this tenure's at the last read: no event for it
+     * has arrived since. Only then is a renewal confirmed.
+     */
+    volatile boolean armed;
 
-    Held(String leaseName, HolderId holder, long token, long session, long ttlNanos, long touched) {
+    Held(String leaseName, HolderId holder, long token, long session, long ttlNanos, long touched,
+        int generation) {
       this.leaseName = leaseName;
       this.holder = holder;
       this.token = token;
       this.session = session;
       this.ttlNanos = ttlNanos;
       this.touched = touched;
+      this.generation = generation;
     }
   }
 
   private record Probe(ZooKeeper zk, long sentAt, CompletableFuture<Long> done) {}
+
+  private record SessionNodeTask(long session, CompletableFuture<Void> done) {}
+
+  /** A tenure record whose holder node a contender found gone, and since when it saw that. */
+  private record Orphan(long recordZxid, long sinceNanos) {}
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.leasehold.HolderId;
 import io.leasehold.zookeeper.ZNodes.HolderRecord;
+import io.leasehold.zookeeper.ZNodes.TenureRecord;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.List;
@@ -42,5 +43,17 @@ class ZNodesTest {
     assertThat(HolderRecord.parse("holder=x#1\nrequest=1\ngeneration=1\n".getBytes(StandardCharsets.UTF_8)))
         .as("an invalid holder id")
         .isEmpty();
+  }
+
+  @Test
+  void tenureRecordsRoundTripAndALeaseNameIsNone() {
+    TenureRecord r = new TenureRecord(HolderId.parse("node=1#0123456789abcdef"), 0xfedcba9876543210L, 15_000);
+    assertThat(TenureRecord.parse(r.toBytes())).hasValue(r);
+    assertThat(TenureRecord.parse(ZNodes.noTenure("orders"))).as("a released lease node").isEmpty();
+    assertThat(TenureRecord.parse(ZNodes.noTenure("leasehold-tenure")))
+        .as("a lease named like the record's first line")
+        .isEmpty();
+    assertThat(TenureRecord.parse(null)).isEmpty();
+    assertThat(ZNodes.sessionNode(0x1000014b37c0000L)).isEqualTo("/leasehold/sessions/01000014b37c0000");
   }
 }
