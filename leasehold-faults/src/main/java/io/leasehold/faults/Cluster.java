@@ -95,25 +95,29 @@ final class Cluster implements AutoCloseable {
       Files.writeString(dir.resolve("peers"), peers, StandardCharsets.UTF_8);
       for (int j = 0; j < SIZE; j++) {
         direct[j] = new CoreClient(List.of(clientAddress(j)), Duration.ofSeconds(2));
-        launch(j);
+        launch(j, true);
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot set up the cluster in " + dir, e);
     }
   }
 
-  private void launch(int j) {
+  /** Starts node {@code j}; {@code bootstrap} on its first start only, which formats its directory. */
+  private void launch(int j, boolean bootstrap) {
     String peers;
     try {
       peers = Files.readString(dir.resolve("peers"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    List<String> cmd = List.of(
+    List<String> cmd = new ArrayList<>(List.of(
         Children.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
         "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath(),
         "-cp", classPath, "io.leasehold.cli.Main", "server",
-        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString());
+        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString()));
+    if (bootstrap) {
+      cmd.add("--bootstrap");
+    }
     processes[j] = Children.start(cmd, dir.resolve(id(j) + ".log"));
     log.info("node {} started (pid {}), clients on {}", id(j), processes[j].pid(), clientAddress(j));
   }
@@ -137,7 +141,7 @@ final class Cluster implements AutoCloseable {
   /** Starts node {@code j} again on its data directory. */
   void restart(int j) {
     if (!isUp(j)) {
-      launch(j);
+      launch(j, false);
     }
   }
 

@@ -211,6 +211,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   public void status(StatusRequest request, StreamObserver<StatusResponse> out) {
     StatusResponse.Builder response = StatusResponse.newBuilder().addNodes(nodeStatus.get());
     response.setLeaderId(response.getNodes(0).getRole().equals("LEADER") ? response.getNodes(0).getId() : "");
+    if (request.getNodeOnly()) {
+      out.onNext(response.build());
+      out.onCompleted();
+      return;
+    }
     // A node without a leader still answers for itself, promptly, with the counts marked unknown.
     raft.read(Query.newBuilder().setCounts(Counts.getDefaultInstance()).build())
         .completeOnTimeout(null, STATUS_COUNTS_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS)

@@ -65,7 +65,14 @@ public final class CoreNode implements AutoCloseable {
   /** How long one request inside Ratis may take before it is failed (and retried by the caller). */
   static final Duration RATIS_REQUEST_TIMEOUT = Duration.ofSeconds(3);
 
+  /** The leader lease lasts this part of the shortest election timeout (Ratis's default). */
+  static final double LEADER_LEASE_RATIO = 0.9;
+
+  /** How long a starting node waits for another node to tell its settings (one that hangs). */
+  static final Duration START_CHECK_TIMEOUT = Duration.ofSeconds(3);
+
   private final NodeConfig config;
+  private final PeerSettings peerSettings;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
@@ -79,8 +86,9 @@ public final class CoreNode implements AutoCloseable {
   private RaftGateway gateway;
   private Server grpcServer;
 
-  private CoreNode(NodeConfig config) {
+  private CoreNode(NodeConfig config, PeerSettings peerSettings) {
     this.config = config;
+    this.peerSettings = peerSettings;
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -91,17 +99,32 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /**
-   * Starts a node: recovers its data directory (or creates it), joins the cluster, and serves
-   * clients on its client port.
+   * Starts a node: formats its data directory or recovers it, as {@link NodeConfig#startMode()}
+   * says, joins the cluster, and serves clients on its client port.
+   *
+   * <p>Before anything is written it refuses to start (nothing created or changed) when the data
+   * directory does not fit the start mode — {@link NodeConfig.StartMode#RECOVER} on a directory
+   * that is missing or empty or holds a storage without its metadata; {@link
+   * NodeConfig.StartMode#BOOTSTRAP} on one that is not empty — or when another node that answers
+   * on its client port runs with another election timeout.
    *
    * @param config the node's configuration
    * @return the running node
+   * @throws StartRefusedException if starting would lose data or break the leader lease
    * @throws UncheckedIOException if a port is taken or the data directory is unusable
    */
   public static CoreNode start(NodeConfig config) {
-    CoreNode node = new CoreNode(config);
+    boolean format = DataDir.checkFormat(config);
+    PeerSettings peerSettings = new PeerSettings(config);
     try {
-      node.startAll();
+      peerSettings.refuseStartIfAnyDisagrees(START_CHECK_TIMEOUT);
+    } catch (RuntimeException e) {
+      peerSettings.close();
+      throw e;
+    }
+    CoreNode node = new CoreNode(config, peerSettings);
+    try {
+      node.startAll(format);
       return node;
     } catch (IOException | RuntimeException e) {
       node.close();
@@ -112,20 +135,20 @@ public final class CoreNode implements AutoCloseable {
     }
   }
 
-  private void startAll() throws IOException {
+  private void startAll(boolean format) throws IOException {
     Peer self = config.selfPeer();
     Files.createDirectories(config.dataDir());
     RaftGroup group = RaftGroup.valueOf(GROUP_ID, raftPeers(config.peers()));
     RaftProperties properties = properties(self);
-    boolean existing = Files.isDirectory(config.dataDir().resolve(GROUP_ID.getUuid().toString()));
     raftServer =
         RaftServer.newBuilder()
             .setServerId(RaftPeerId.valueOf(self.id()))
             .setGroup(group)
             .setProperties(properties)
             .setStateMachine(stateMachine)
-            // Format only a new directory; never wipe an existing one.
-            .setOption(existing ? RaftStorage.StartupOption.RECOVER : RaftStorage.StartupOption.FORMAT)
+            // DataDir decided: FORMAT only a new node's empty directory. RECOVER on a storage that
+            // DataDir found intact (Ratis would format a missing or empty one by itself).
+            .setOption(format ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
             .build();
     raftServer.start();
     raftClient =
@@ -146,10 +169,12 @@ public final class CoreNode implements AutoCloseable {
                     new ClientService(gateway, watches, this::nodeStatus), new LeaderHint(this::leaderElsewhere)))
             .build()
             .start();
+    // From now on a node found with another election timeout stops this node's reads.
+    peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({})",
-        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), existing ? "recovered" : "new");
+        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered");
   }
 
   private RaftProperties properties(Peer self) {
@@ -169,6 +194,13 @@ public final class CoreNode implements AutoCloseable {
     // on a 3-node loopback cluster). Bounded clock drift is what every lease here assumes anyway;
     // a new leader still re-arms every session to a full TTL.
     RaftServerConfigKeys.Read.setLeaderLeaseEnabled(p, true);
+    // The lease is safe because a follower refuses to pre-vote for another candidate until its
+    // own shortest election timeout has passed since it last heard the leader, and the lease ends
+    // at 90% of the leader's (Ratis's default ratio; see docs/core.md for the drift this allows).
+    // Both hold only with pre-vote on (Ratis's default, set here so that it stays) and with the
+    // same election timeout on every node, which PeerSettings checks.
+    RaftServerConfigKeys.LeaderElection.setPreVote(p, true);
+    RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(p, LEADER_LEASE_RATIO);
     RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
     RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, config.snapshotEvery());
     RaftServerConfigKeys.Snapshot.setRetentionFileNum(p, 2);
@@ -245,7 +277,12 @@ public final class CoreNode implements AutoCloseable {
   }
 
   private NodeStatus nodeStatus() {
-    NodeStatus.Builder status = NodeStatus.newBuilder().setId(config.self()).setAddress(config.selfPeer().clientEndpoint());
+    NodeStatus.Builder status =
+        NodeStatus.newBuilder()
+            .setId(config.self())
+            .setAddress(config.selfPeer().clientEndpoint())
+            .setElectionTimeoutMs(config.electionTimeout().toMillis())
+            .setSettingsMismatch(peerSettings.problem().orElse(""));
     try {
       DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
       return status
@@ -324,6 +361,7 @@ public final class CoreNode implements AutoCloseable {
   @Override
   public void close() {
     expiry.shutdownNow();
+    peerSettings.close();
     if (grpcServer != null) {
       grpcServer.shutdownNow();
     }

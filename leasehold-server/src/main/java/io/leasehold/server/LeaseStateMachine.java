@@ -19,6 +19,7 @@ import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.storage.FileInfo;
@@ -52,6 +53,9 @@ final class LeaseStateMachine extends BaseStateMachine {
   private volatile long loadedSnapshotIndex = -1;
 
   private final Runnable onLeaderReady;
+
+  /** Why this node answers no reads now (see {@link PeerSettings}); null while it serves them. */
+  private volatile String readsRefused;
 
   /**
    * @param onLeaderReady called when this node leads and has committed an entry of its term
@@ -163,8 +167,23 @@ final class LeaseStateMachine extends BaseStateMachine {
     return CompletableFuture.completedFuture(message(applied.reply().toByteArray()));
   }
 
+  /**
+   * Stops (reason given) or resumes (null) answering reads and keep-alives on this node. Ratis
+   * confirms them from the leader lease, which is unsafe while the nodes' election timeouts
+   * differ; this is where a read is answered (on the leader, for reads any node forwards).
+   */
+  void refuseReads(String reason) {
+    readsRefused = reason;
+  }
+
   @Override
   public CompletableFuture<Message> query(Message request) {
+    String refused = readsRefused;
+    if (refused != null) {
+      // A StateMachineException goes back to the caller as the answer (any other exception makes
+      // Ratis's client retry); this node keeps leading.
+      return CompletableFuture.failedFuture(new StateMachineException(refused, false));
+    }
     Query query;
     try {
       query = Query.parseFrom(request.getContent().asReadOnlyByteBuffer());

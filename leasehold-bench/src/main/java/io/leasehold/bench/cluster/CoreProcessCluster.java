@@ -19,7 +19,8 @@ import java.util.stream.IntStream;
 
 /**
  * The consistent core: three JVMs, each {@code java -cp <this JVM's class path>
- * io.leasehold.cli.Main server --id nI --peers ... --data-dir <workDir>/nI}, with the server's
+ * io.leasehold.cli.Main server --id nI --peers ... --data-dir <workDir>/nI} (and {@code
+ * --bootstrap} on its first start, which formats the directory), with the server's
  * defaults (Ratis election timeout 300–600 ms, log fsync'd before a write is acknowledged,
  * snapshot every 100,000 entries). Each node serves clients on its port and Raft on the next one.
  * The leader is the node whose {@code Status} RPC reports the role {@code LEADER}.
@@ -40,6 +41,8 @@ final class CoreProcessCluster extends ProcessCluster {
   private final Object channelLock = new Object();
   private final ManagedChannel[] channels = new ManagedChannel[SIZE];
   private boolean clientsClosed;
+  /** Which nodes have been launched: only a node's first start formats its data directory. */
+  private final boolean[] launched = new boolean[SIZE];
 
   private CoreProcessCluster(Path workDir, int[] ports) {
     super("core", workDir, ids(), IntStream.of(ports).mapToObj(p -> "127.0.0.1:" + p).toList());
@@ -79,6 +82,10 @@ final class CoreProcessCluster extends ProcessCluster {
             peers,
             "--data-dir",
             slot(i).dir.resolve("data").toString()));
+    if (!launched[i]) {
+      command.add("--bootstrap");
+      launched[i] = true;
+    }
     return command;
   }
 
