@@ -6,8 +6,6 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
-import io.leasehold.server.state.Command;
-import io.leasehold.server.state.Expire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -16,10 +14,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -72,7 +68,7 @@ public final class CoreNode implements AutoCloseable {
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine =
       new LeaseStateMachine(keeper, watches, () -> leaderReady.complete(null));
-  private final Set<Long> expiring = ConcurrentHashMap.newKeySet();
+  private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
   private RaftClient raftClient;
@@ -81,6 +77,7 @@ public final class CoreNode implements AutoCloseable {
 
   private CoreNode(NodeConfig config) {
     this.config = config;
+    this.sessionExpiry = new SessionExpiry(config.self(), keeper, new DivisionLeadership(), c -> gateway.write(c));
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -205,29 +202,37 @@ public final class CoreNode implements AutoCloseable {
   /** The leader ends sessions whose deadline passed, through the log so that every replica does. */
   private void expireSessions() {
     try {
-      DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
-      if (!info.isLeader() || !info.isLeaderReady()) {
-        return;
-      }
-      for (long sessionId : keeper.expired()) {
-        if (!expiring.add(sessionId)) {
-          continue; // already on its way through the log
-        }
-        log.info("node {}: session {} expired; deleting it and its keys", config.self(), sessionId);
-        Command expire =
-            Command.newBuilder()
-                .setExpire(Expire.newBuilder().setSessionId(sessionId).setTerm(info.getCurrentTerm()))
-                .build();
-        gateway.write(expire).whenComplete((reply, error) -> {
-          expiring.remove(sessionId);
-          if (error != null) {
-            log.warn("node {}: expiring session {} did not commit (will retry): {}", config.self(), sessionId, error.toString());
-          }
-        });
-      }
-    } catch (IOException | RuntimeException e) {
+      sessionExpiry.tick();
+    } catch (RuntimeException e) {
       log.warn("node {}: expiry check failed; will retry", config.self(), e);
     }
+  }
+
+  /** This node's leadership, as its Raft division reports it. */
+  private final class DivisionLeadership implements SessionExpiry.Leadership {
+    @Override
+    public boolean isReadyLeader() {
+      try {
+        DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
+        return info.isLeader() && info.isLeaderReady();
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    @Override
+    public long currentTerm() {
+      try {
+        return raftServer.getDivision(GROUP_ID).getInfo().getCurrentTerm();
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  }
+
+  /** {@return the expiry loop, for tests} */
+  SessionExpiry sessionExpiry() {
+    return sessionExpiry;
   }
 
   /** {@return the leader's client endpoint, or empty when this node leads or knows no leader} */
