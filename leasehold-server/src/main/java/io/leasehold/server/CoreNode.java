@@ -230,6 +230,11 @@ public final class CoreNode implements AutoCloseable {
     }
   }
 
+  /** {@return this node's session deadlines, for tests} */
+  SessionKeeper sessionKeeper() {
+    return keeper;
+  }
+
   /** {@return the expiry loop, for tests} */
   SessionExpiry sessionExpiry() {
     return sessionExpiry;

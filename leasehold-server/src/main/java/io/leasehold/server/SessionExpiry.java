@@ -34,6 +34,7 @@ final class SessionExpiry {
   private final Function<Command, CompletableFuture<Reply>> submit;
   private final Set<Long> expiring = ConcurrentHashMap.newKeySet();
   private volatile Runnable afterLeadershipCheck = () -> {};
+  private final java.util.concurrent.atomic.AtomicLong ticks = new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * @param node this node's id, for the log
@@ -50,6 +51,14 @@ final class SessionExpiry {
 
   /** One round: if this node leads, ends the sessions whose deadline passed. */
   void tick() {
+    try {
+      round();
+    } finally {
+      ticks.incrementAndGet();
+    }
+  }
+
+  private void round() {
     if (!leadership.isReadyLeader()) {
       return;
     }
@@ -75,6 +84,11 @@ final class SessionExpiry {
   /** For tests: runs {@code hook} on the expiry thread right after a tick found this node leading. */
   void afterLeadershipCheck(Runnable hook) {
     afterLeadershipCheck = hook;
+  }
+
+  /** {@return how many rounds have finished} */
+  long ticks() {
+    return ticks.get();
   }
 
   /** {@return how many expiries are on their way through the log} */

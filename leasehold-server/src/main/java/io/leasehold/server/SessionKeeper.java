@@ -102,6 +102,12 @@ final class SessionKeeper {
     return expired;
   }
 
+  /** {@return how many sessions are past their deadline now (for tests; changes nothing)} */
+  int overdue() {
+    long now = nanoClock.getAsLong();
+    return (int) deadlines.values().stream().filter(d -> now - d.expiresAt >= 0).count();
+  }
+
   /** {@return how many sessions this node tracks} */
   int size() {
     return deadlines.size();

@@ -162,6 +162,59 @@ class CoreStateTest {
         .hasSize(1);
   }
 
+  private CallId callOf(long client, long id) {
+    return CallId.newBuilder().setClientIdHigh(client).setClientIdLow(client).setCallId(id).build();
+  }
+
+  private Command put(CallId call, String key, String value) {
+    return Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call).setKey(key).setValue(ByteString.copyFromUtf8(value))).build();
+  }
+
+  private String valueOf(String key) {
+    return state.get(GetRequest.newBuilder().setKey(key).build()).getKvs(0).getValue().toStringUtf8();
+  }
+
+  @Test
+  void aLateCopyOfAnAcquireAfterItsReleaseMakesNoTenureEvenAfterManyOtherCalls() throws IOException {
+    long s = grant(10_000);
+    CallId acquireCall = call();
+    Command acquire =
+        Command.newBuilder()
+            .setAcquire(AcquireRequest.newBuilder().setCall(acquireCall).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s))
+            .build();
+    AcquireResponse first = AcquireResponse.parseFrom(apply(acquire).reply().getOk());
+    assertThat(first.getAcquired()).isTrue();
+    Command release =
+        Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName("job").setHolder("a#1").setToken(first.getToken())).build();
+    assertThat(ReleaseResponse.parseFrom(apply(release).reply().getOk()).getReleased()).isTrue();
+    for (int i = 0; i < 100; i++) {
+      apply(put(call(), "other/" + i, "v")); // the same client goes on working
+    }
+
+    // A copy of the acquire that a follower forwarded long ago reaches the leader only now.
+    CoreState.Applied late = apply(acquire);
+
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList())
+        .as("a released lease must not be taken again by a late copy of the acquire that took it (reply: %s)", late.reply())
+        .isEmpty();
+    assertThat(late.events()).isEmpty();
+  }
+
+  @Test
+  void aLatePutDoesNotOverwriteANewerAcknowledgedPutEvenAfterManyOtherCalls() {
+    CallId firstPut = callOf(1, 1);
+    apply(put(firstPut, "config", "old"));
+    for (int i = 2; i <= 100; i++) {
+      apply(put(callOf(1, i), "other/" + i, "v"));
+    }
+    apply(put(callOf(2, 1), "config", "new")); // another client's write, acknowledged
+
+    CoreState.Applied late = apply(put(firstPut, "config", "old"));
+
+    assertThat(valueOf("config")).as("a late copy of an applied put overwrote a newer write (reply: %s)", late.reply()).isEqualTo("new");
+    assertThat(late.events()).isEmpty();
+  }
+
   @Test
   void writesToAMissingSessionAreRefusedAndChangeNothing() throws IOException {
     long revision = state.revision();

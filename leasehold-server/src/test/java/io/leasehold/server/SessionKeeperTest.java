@@ -2,7 +2,10 @@ package io.leasehold.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -48,6 +51,36 @@ class SessionKeeperTest {
     pass(1_000);
     assertThat(keeper.keepAlive(1)).isFalse();
     assertThat(keeper.expired()).containsExactly(1L);
+  }
+
+  @Test
+  void aKeepAliveDelayedPastTheExpiryCheckDoesNotReviveTheSession() {
+    // The keep-alive reads the clock just before the deadline and is then descheduled; the expiry
+    // check runs at the deadline and decides to expire the session; then the keep-alive resumes.
+    AtomicReference<Runnable> whileReading = new AtomicReference<>();
+    SessionKeeper racing =
+        new SessionKeeper(
+            () -> {
+              long read = now.get();
+              Runnable descheduled = whileReading.getAndSet(null);
+              if (descheduled != null) {
+                descheduled.run();
+              }
+              return read;
+            });
+    racing.granted(1, 1_000);
+    pass(999);
+    List<Long> expired = new ArrayList<>();
+    whileReading.set(() -> {
+      pass(1);
+      expired.addAll(racing.expired());
+    });
+
+    boolean alive = racing.keepAlive(1);
+
+    assertThat(expired).as("the expiry check saw the deadline pass").containsExactly(1L);
+    assertThat(alive).as("a keep-alive answered after the session was judged expired").isFalse();
+    assertThat(racing.expired()).as("the session stays expired").containsExactly(1L);
   }
 
   @Test
