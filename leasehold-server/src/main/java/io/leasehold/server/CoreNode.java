@@ -29,7 +29,6 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.rpc.SupportedRpcType;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
@@ -63,11 +62,12 @@ public final class CoreNode implements AutoCloseable {
 
   private final NodeConfig config;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
+  private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine =
-      new LeaseStateMachine(keeper, watches, () -> leaderReady.complete(null));
+      new LeaseStateMachine(keeper, watches, clusterClock, () -> leaderReady.complete(null), c -> this.gateway.writeLocally(c));
   private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
@@ -77,7 +77,9 @@ public final class CoreNode implements AutoCloseable {
 
   private CoreNode(NodeConfig config) {
     this.config = config;
-    this.sessionExpiry = new SessionExpiry(config.self(), keeper, new DivisionLeadership(), c -> gateway.write(c));
+    this.sessionExpiry =
+        new SessionExpiry(
+            config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -130,10 +132,8 @@ public final class CoreNode implements AutoCloseable {
             .setProperties(clientProperties())
             .setRaftGroup(group)
             .setClientId(ClientId.randomId())
-            // Ratis's default retries forever without sleeping; a client call has a deadline anyway.
-            .setRetryPolicy(
-                RetryPolicies.retryUpToMaximumCountWithFixedSleep(
-                    30, TimeDuration.valueOf(100, TimeUnit.MILLISECONDS)))
+            // Bounded in time, so that deduplication can be (see RaftGateway).
+            .setRetryPolicy(RaftGateway.forwardRetryPolicy())
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     grpcServer =
@@ -199,7 +199,11 @@ public final class CoreNode implements AutoCloseable {
         .toList();
   }
 
-  /** The leader ends sessions whose deadline passed, through the log so that every replica does. */
+  /**
+   * The leader re-arms sessions when it takes over and ends those whose deadline passed, through
+   * the log so that every replica does; decisions are stamped with the term in which this node
+   * led and are never forwarded (see {@link SessionExpiry}).
+   */
   private void expireSessions() {
     try {
       sessionExpiry.tick();
@@ -225,7 +229,7 @@ public final class CoreNode implements AutoCloseable {
       try {
         return raftServer.getDivision(GROUP_ID).getInfo().getCurrentTerm();
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        return -1; // not in the group: never equal to a term read before
       }
     }
   }

@@ -141,6 +141,9 @@ class DeposedLeaderExpiryTest {
     int answeredAfter = keepAlives.answered();
     await("two more keep-alive rounds are answered").atMost(PATIENCE).until(() -> keepAlives.answered() >= answeredAfter + 2);
 
+    assertThat(nodeA.sessionExpiry().dropped())
+        .as("expiries the resumed round decided from its stale deadlines, and dropped")
+        .isEqualTo(SESSIONS);
     assertThat(keepAlives.gone()).as("sessions the cluster reported gone although the new leader kept them alive").isEmpty();
     for (int n = 0; n < 3; n++) {
       CoreNode node = cluster.node(n).orElseThrow();
