@@ -252,7 +252,12 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           if (r.hasFailure()) {
             Failure f = r.getFailure();
             Status status =
-                f.getCode() == Failure.Code.SESSION_NOT_FOUND ? Status.NOT_FOUND : Status.FAILED_PRECONDITION;
+                switch (f.getCode()) {
+                  case SESSION_NOT_FOUND -> Status.NOT_FOUND;
+                  // Not applied now, outcome of earlier copies unknown: the client may retry.
+                  case TOO_LATE -> Status.DEADLINE_EXCEEDED;
+                  default -> Status.FAILED_PRECONDITION;
+                };
             out.onError(status.withDescription(f.getMessage()).asException());
             return;
           }

@@ -6,8 +6,6 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
-import io.leasehold.server.state.Command;
-import io.leasehold.server.state.Expire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -16,10 +14,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -33,7 +29,6 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.rpc.SupportedRpcType;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
@@ -74,12 +69,13 @@ public final class CoreNode implements AutoCloseable {
   private final NodeConfig config;
   private final PeerSettings peerSettings;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
+  private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine =
-      new LeaseStateMachine(keeper, watches, () -> leaderReady.complete(null));
-  private final Set<Long> expiring = ConcurrentHashMap.newKeySet();
+      new LeaseStateMachine(keeper, watches, clusterClock, () -> leaderReady.complete(null), c -> this.gateway.writeLocally(c));
+  private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
   private RaftClient raftClient;
@@ -89,6 +85,9 @@ public final class CoreNode implements AutoCloseable {
   private CoreNode(NodeConfig config, PeerSettings peerSettings) {
     this.config = config;
     this.peerSettings = peerSettings;
+    this.sessionExpiry =
+        new SessionExpiry(
+            config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -156,10 +155,8 @@ public final class CoreNode implements AutoCloseable {
             .setProperties(clientProperties())
             .setRaftGroup(group)
             .setClientId(ClientId.randomId())
-            // Ratis's default retries forever without sleeping; a client call has a deadline anyway.
-            .setRetryPolicy(
-                RetryPolicies.retryUpToMaximumCountWithFixedSleep(
-                    30, TimeDuration.valueOf(100, TimeUnit.MILLISECONDS)))
+            // Bounded in time, so that deduplication can be (see RaftGateway).
+            .setRetryPolicy(RaftGateway.forwardRetryPolicy())
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     grpcServer =
@@ -234,32 +231,49 @@ public final class CoreNode implements AutoCloseable {
         .toList();
   }
 
-  /** The leader ends sessions whose deadline passed, through the log so that every replica does. */
+  /**
+   * The leader re-arms sessions when it takes over and ends those whose deadline passed, through
+   * the log so that every replica does; decisions are stamped with the term in which this node
+   * led and are never forwarded (see {@link SessionExpiry}).
+   */
   private void expireSessions() {
     try {
-      DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
-      if (!info.isLeader() || !info.isLeaderReady()) {
-        return;
-      }
-      for (long sessionId : keeper.expired()) {
-        if (!expiring.add(sessionId)) {
-          continue; // already on its way through the log
-        }
-        log.info("node {}: session {} expired; deleting it and its keys", config.self(), sessionId);
-        Command expire =
-            Command.newBuilder()
-                .setExpire(Expire.newBuilder().setSessionId(sessionId).setTerm(info.getCurrentTerm()))
-                .build();
-        gateway.write(expire).whenComplete((reply, error) -> {
-          expiring.remove(sessionId);
-          if (error != null) {
-            log.warn("node {}: expiring session {} did not commit (will retry): {}", config.self(), sessionId, error.toString());
-          }
-        });
-      }
-    } catch (IOException | RuntimeException e) {
+      sessionExpiry.tick();
+    } catch (RuntimeException e) {
       log.warn("node {}: expiry check failed; will retry", config.self(), e);
     }
+  }
+
+  /** This node's leadership, as its Raft division reports it. */
+  private final class DivisionLeadership implements SessionExpiry.Leadership {
+    @Override
+    public boolean isReadyLeader() {
+      try {
+        DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
+        return info.isLeader() && info.isLeaderReady();
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    @Override
+    public long currentTerm() {
+      try {
+        return raftServer.getDivision(GROUP_ID).getInfo().getCurrentTerm();
+      } catch (IOException e) {
+        return -1; // not in the group: never equal to a term read before
+      }
+    }
+  }
+
+  /** {@return this node's session deadlines, for tests} */
+  SessionKeeper sessionKeeper() {
+    return keeper;
+  }
+
+  /** {@return the expiry loop, for tests} */
+  SessionExpiry sessionExpiry() {
+    return sessionExpiry;
   }
 
   /** {@return the leader's client endpoint, or empty when this node leads or knows no leader} */

@@ -25,6 +25,9 @@ import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Counts;
 import io.leasehold.server.state.Failure;
+import io.leasehold.server.state.Heard;
+import io.leasehold.server.state.Hole;
+import io.leasehold.server.state.Quiet;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SessionRecord;
 import io.leasehold.server.state.SnapshotBody;
@@ -50,9 +53,26 @@ import java.util.TreeSet;
  * replies and the same events on every replica (ordered maps and sets only, no clock, no
  * randomness). Thread-safe: commands apply one at a time while reads run concurrently.
  *
- * <p>Retried writes are applied once: each write carries its client's id and a call id, and the
- * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
- * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
+ * <p><b>Time.</b> Every entry carries a stamp of cluster time, set by the leader that appended it
+ * (see {@link ClusterClock}); the state's clock is the greatest stamp applied. So every replica
+ * reads the same time at the same entry, and that time never runs ahead of real time.
+ *
+ * <p><b>Retried writes are applied once</b>, for as long as a copy can still arrive. Each write
+ * carries its client's id and a call id that the client increases per call. Per client the state
+ * keeps the highest call id applied, the lower ids not applied yet ("holes": calls overtaken by
+ * later ones, at most {@value #MAX_HOLES_PER_CLIENT}, each for {@value #DEDUP_WINDOW_MILLIS} ms),
+ * and the replies of its last {@value #REPLIES_KEPT_PER_CLIENT} calls. A copy of an applied call
+ * is answered from its reply if that is still kept, and refused ({@code TOO_LATE}) otherwise; it
+ * is never applied again, however many calls came in between. A client is forgotten {@value
+ * #DEDUP_WINDOW_MILLIS} ms of cluster time after its last write: by then no copy of its calls can
+ * still arrive, because a copy that reaches the log more than {@value #MAX_CALL_DELAY_MILLIS} ms
+ * after the node received it is refused, and a client retries for much less than the difference.
+ *
+ * <p><b>Quiet sessions.</b> A new leader cannot know when its predecessor last confirmed each
+ * session, so it gives every session a full TTL, and marks them all quiet since its start (a
+ * {@code Quiet} entry). A quiet session's next keep-alive first writes a {@code Heard} entry. A
+ * later leader counts a session's TTL from when it became quiet, in cluster time, so repeated
+ * elections no longer keep a dead holder's session alive forever.
  */
 final class CoreState {
 
@@ -63,15 +83,33 @@ final class CoreState {
   static final String RESERVED_PREFIX = "/_leasehold/";
 
   static final int REPLIES_KEPT_PER_CLIENT = 64;
-  static final long CLIENT_RETENTION_ENTRIES = 1_000_000;
+
+  /** How long (cluster time) a client's calls are recognised after its last write. */
+  static final long DEDUP_WINDOW_MILLIS = 5 * 60_000;
+
+  /** Calls of one client that may be overtaken by later ones and still be applied. */
+  static final int MAX_HOLES_PER_CLIENT = 1024;
+
+  /**
+   * The longest a copy of a call may take from the node that took it from the client to the
+   * leader's log. A node forwards for at most {@link RaftGateway#FORWARD_WINDOW} after receiving
+   * a call; the rest is room for the network and for the nodes' estimates of cluster time.
+   */
+  static final long MAX_CALL_DELAY_MILLIS = 30_000;
 
   /** Snapshot file header: magic bytes, then the format number. */
   private static final int SNAPSHOT_MAGIC = 0x4C48534E; // "LHSN"
 
-  static final int SNAPSHOT_FORMAT = 1;
+  static final int SNAPSHOT_FORMAT = 2;
+
+  /** The format before cluster time and call holes; still read. */
+  static final int SNAPSHOT_FORMAT_1 = 1;
 
   private long revision;
+  /** Cluster time: the greatest stamp applied. */
+  private long clockMillis;
   private final NavigableMap<Long, Session> sessions = new TreeMap<>();
+  private int quietSessions;
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
   private final Map<ClientKey, Calls> clients = new HashMap<>();
   private long heldLeases;
@@ -97,10 +135,30 @@ final class CoreState {
 
   private static final class Calls {
     final LinkedHashMap<Long, Reply> replies = new LinkedHashMap<>();
-    long lastIndex;
+    /** The highest call id applied. */
+    long high;
+    /** Call ids below {@link #high} not applied yet, each with the cluster time it became one. */
+    final TreeMap<Long, Long> holes = new TreeMap<>();
+    /** Cluster time of the client's last write. */
+    long lastMillis;
   }
 
-  private record Session(long id, String owner, long ttlMillis, TreeSet<String> keys) {}
+  private static final class Session {
+    final long id;
+    final String owner;
+    final long ttlMillis;
+    final TreeSet<String> keys = new TreeSet<>();
+    /** Cluster time since which no leader has confirmed the session; -1 when not quiet. */
+    long quietSince = -1;
+    /** Cluster time of the last Heard naming the session; -1 if none. */
+    long heardAt = -1;
+
+    Session(long id, String owner, long ttlMillis) {
+      this.id = id;
+      this.owner = owner;
+      this.ttlMillis = ttlMillis;
+    }
+  }
 
   /**
    * Applies one log entry.
@@ -111,31 +169,72 @@ final class CoreState {
    * @return the reply, the events, and the session change
    */
   synchronized Applied apply(long index, long term, Command command) {
+    long stamp = command.getStampMillis();
+    if (stamp > clockMillis) {
+      clockMillis = stamp;
+    }
     CallId call = callOf(command);
     Calls calls = null;
-    if (call != null) {
-      ClientKey client = new ClientKey(call.getClientIdHigh(), call.getClientIdLow());
-      calls = clients.computeIfAbsent(client, c -> new Calls());
-      calls.lastIndex = index;
-      Reply earlier = calls.replies.get(call.getCallId());
-      if (earlier != null) {
-        return new Applied(earlier, List.of(), NONE);
+    long callId = 0;
+    if (call != null && call.getCallId() != 0) {
+      callId = call.getCallId();
+      calls = clients.computeIfAbsent(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()), c -> new Calls());
+      if (callId <= calls.high) {
+        Reply earlier = calls.replies.get(callId);
+        if (earlier != null) {
+          return new Applied(earlier, List.of(), NONE);
+        }
+        Long openSince = calls.holes.get(callId);
+        if (openSince == null || clockMillis - openSince > DEDUP_WINDOW_MILLIS) {
+          return tooLate(
+              "call " + callId + " of this client was applied already (or given up as older than "
+                  + DEDUP_WINDOW_MILLIS / 1000 + " s) and its reply is no longer kept; not applied again");
+        }
+        // A hole: the first copy of a call that later calls overtook.
       }
+    }
+    long received = command.getReceivedMillis();
+    if (received != 0 && stamp != 0 && stamp - received > MAX_CALL_DELAY_MILLIS) {
+      return tooLate(
+          "the call reached the log " + (stamp - received) + " ms after a node received it, later than the "
+              + MAX_CALL_DELAY_MILLIS + " ms a call may take; not applied");
     }
     List<Event> events = new ArrayList<>(1);
     Applied applied = execute(index, term, command, events);
     if (calls != null) {
-      calls.replies.put(call.getCallId(), applied.reply());
-      if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
-        Iterator<Long> oldest = calls.replies.keySet().iterator();
-        oldest.next();
-        oldest.remove();
-      }
+      remember(calls, callId, applied.reply());
     }
     if (index % 4096 == 0) {
-      forgetIdleClients(index);
+      forgetIdleClients();
     }
     return applied;
+  }
+
+  /** Records that {@code callId} was applied, with its reply. */
+  private void remember(Calls calls, long callId, Reply reply) {
+    if (callId > calls.high) {
+      // Lower ids not applied yet may still arrive (their calls were overtaken): keep them open.
+      for (long id = Math.max(calls.high + 1, callId - MAX_HOLES_PER_CLIENT); id < callId; id++) {
+        calls.holes.put(id, clockMillis);
+      }
+      calls.high = callId;
+    } else {
+      calls.holes.remove(callId);
+    }
+    if (!calls.holes.isEmpty()) {
+      // Holes are made in increasing id and time, so the lowest is the oldest.
+      while (calls.holes.size() > MAX_HOLES_PER_CLIENT
+          || (!calls.holes.isEmpty() && clockMillis - calls.holes.firstEntry().getValue() > DEDUP_WINDOW_MILLIS)) {
+        calls.holes.pollFirstEntry();
+      }
+    }
+    calls.replies.put(callId, reply);
+    if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
+      Iterator<Long> oldest = calls.replies.keySet().iterator();
+      oldest.next();
+      oldest.remove();
+    }
+    calls.lastMillis = clockMillis;
   }
 
   private Applied execute(long index, long term, Command command, List<Event> events) {
@@ -160,13 +259,51 @@ final class CoreState {
         return acquire(command.getAcquire(), events);
       case RELEASE:
         return release(command.getRelease(), events);
+      case QUIET:
+        return quiet(term, command.getQuiet());
+      case HEARD:
+        return heard(command.getHeard());
+      case CLOCK_TICK:
+        return new Applied(ok(ByteString.EMPTY), List.of(), NONE); // its stamp moved the clock
       default:
         return failed(Failure.Code.FAILED_PRECONDITION, "unknown command " + command.getKindCase());
     }
   }
 
+  /** A new leader's mark: every session up to the given id not heard since then is quiet. */
+  private Applied quiet(long term, Quiet quiet) {
+    if (quiet.getTerm() != term) {
+      // Decided by a leader that has since been deposed; only the leader of a term may.
+      return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+    }
+    long since = quiet.getSinceMillis();
+    for (Session s : sessions.headMap(quiet.getMaxSessionId(), true).values()) {
+      // A Heard stamped at or after `since` was written after this decision: the session was
+      // confirmed since, so the mark would be stale.
+      if (s.quietSince < 0 && s.heardAt < since) {
+        s.quietSince = since;
+        quietSessions++;
+      }
+    }
+    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+  }
+
+  private Applied heard(Heard heard) {
+    for (long id : heard.getSessionIdsList()) {
+      Session s = sessions.get(id);
+      if (s != null) {
+        if (s.quietSince >= 0) {
+          quietSessions--;
+        }
+        s.quietSince = -1;
+        s.heardAt = clockMillis;
+      }
+    }
+    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+  }
+
   private Applied grant(long index, GrantRequest grant) {
-    sessions.put(index, new Session(index, grant.getOwner(), grant.getTtlMillis(), new TreeSet<>()));
+    sessions.put(index, new Session(index, grant.getOwner(), grant.getTtlMillis()));
     GrantResponse response =
         GrantResponse.newBuilder()
             .setSessionId(index)
@@ -190,9 +327,12 @@ final class CoreState {
     if (session == null) {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
     }
-    if (!session.keys().isEmpty()) {
+    if (session.quietSince >= 0) {
+      quietSessions--;
+    }
+    if (!session.keys.isEmpty()) {
       revision++;
-      for (String key : session.keys()) {
+      for (String key : session.keys) {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
         events.add(deleted(gone, cause));
@@ -321,7 +461,7 @@ final class CoreState {
     KeyValue written = kv.build();
     keys.put(key, written);
     if (sessionId != 0) {
-      sessions.get(sessionId).keys().add(key);
+      sessions.get(sessionId).keys.add(key);
     }
     events.add(Event.newBuilder().setType(Event.Type.PUT).setKv(written).build());
     return written;
@@ -342,7 +482,7 @@ final class CoreState {
   private void detach(KeyValue kv) {
     Session session = sessions.get(kv.getSessionId());
     if (session != null) {
-      session.keys().remove(kv.getKey());
+      session.keys.remove(kv.getKey());
     }
   }
 
@@ -360,8 +500,9 @@ final class CoreState {
         .build();
   }
 
-  private void forgetIdleClients(long index) {
-    clients.values().removeIf(c -> index - c.lastIndex > CLIENT_RETENTION_ENTRIES);
+  /** Forgets clients idle for the whole window: no copy of their calls can arrive any more. */
+  private void forgetIdleClients() {
+    clients.values().removeIf(c -> clockMillis - c.lastMillis > DEDUP_WINDOW_MILLIS);
   }
 
   private static CallId callOf(Command command) {
@@ -397,6 +538,10 @@ final class CoreState {
     return new Applied(reply, List.of(), NONE);
   }
 
+  private static Applied tooLate(String message) {
+    return failed(Failure.Code.TOO_LATE, message);
+  }
+
   private static Applied sessionNotFound(long sessionId) {
     return failed(
         Failure.Code.SESSION_NOT_FOUND,
@@ -427,10 +572,49 @@ final class CoreState {
     return sessions.containsKey(sessionId);
   }
 
+  /** A session's state as a keep-alive needs it. */
+  enum SessionStatus {
+    /** There is no such session (never granted, expired or revoked). */
+    GONE,
+    /** A leader has confirmed it since the last leader change. */
+    HEARD,
+    /** No leader has confirmed it since a leader marked it quiet. */
+    QUIET
+  }
+
+  /** {@return whether the session exists, and whether it is quiet} */
+  synchronized SessionStatus sessionStatus(long sessionId) {
+    Session s = sessions.get(sessionId);
+    return s == null ? SessionStatus.GONE : s.quietSince >= 0 ? SessionStatus.QUIET : SessionStatus.HEARD;
+  }
+
+  /** {@return the quiet sessions, each with the cluster time since which it is quiet} */
+  synchronized Map<Long, Long> quietSince() {
+    Map<Long, Long> quiet = new HashMap<>();
+    if (quietSessions > 0) {
+      sessions.values().forEach(s -> {
+        if (s.quietSince >= 0) {
+          quiet.put(s.id, s.quietSince);
+        }
+      });
+    }
+    return quiet;
+  }
+
+  /** {@return whether any session is quiet} */
+  synchronized boolean hasQuietSessions() {
+    return quietSessions > 0;
+  }
+
+  /** {@return cluster time: the greatest stamp applied} */
+  synchronized long clockMillis() {
+    return clockMillis;
+  }
+
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
   synchronized Map<Long, Long> sessionTtls() {
     Map<Long, Long> ttls = new LinkedHashMap<>();
-    sessions.values().forEach(s -> ttls.put(s.id(), s.ttlMillis()));
+    sessions.values().forEach(s -> ttls.put(s.id, s.ttlMillis));
     return ttls;
   }
 
@@ -451,10 +635,16 @@ final class CoreState {
 
   /** Writes the whole state: a header (magic, format number) and the body as one message. */
   synchronized void writeSnapshot(OutputStream out) throws IOException {
-    SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision);
+    SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis);
     for (Session s : sessions.values()) {
-      body.addSessions(
-          SessionRecord.newBuilder().setId(s.id()).setOwner(s.owner()).setTtlMillis(s.ttlMillis()));
+      SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis);
+      if (s.quietSince >= 0) {
+        record.setQuietSinceMillis(s.quietSince);
+      }
+      if (s.heardAt >= 0) {
+        record.setHeardAtMillis(s.heardAt);
+      }
+      body.addSessions(record);
     }
     body.addAllKeys(keys.values());
     // Clients in a fixed order, so that equal states write equal files.
@@ -469,7 +659,9 @@ final class CoreState {
               ClientCalls.newBuilder()
                   .setClientIdHigh(client.high())
                   .setClientIdLow(client.low())
-                  .setLastIndex(calls.lastIndex);
+                  .setHigh(calls.high)
+                  .setLastMillis(calls.lastMillis);
+          calls.holes.forEach((id, since) -> c.addHoles(Hole.newBuilder().setCallId(id).setSinceMillis(since)));
           calls.replies.forEach(
               (callId, reply) -> c.addReplies(StoredReply.newBuilder().setCallId(callId).setReply(reply)));
           body.addClients(c);
@@ -489,10 +681,10 @@ final class CoreState {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
     int format = data.readInt();
-    if (format != SNAPSHOT_FORMAT) {
+    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
       throw new IOException(
-          "snapshot format " + format + " is not supported by this version (it reads format "
-              + SNAPSHOT_FORMAT + "); upgrade the node");
+          "snapshot format " + format + " is not supported by this version (it reads formats "
+              + SNAPSHOT_FORMAT_1 + " and " + SNAPSHOT_FORMAT + "); upgrade the node");
     }
     SnapshotBody body;
     try {
@@ -504,12 +696,22 @@ final class CoreState {
       throw new IOException("snapshot body is missing");
     }
     revision = body.getRevision();
+    clockMillis = body.getClockMillis();
     sessions.clear();
     keys.clear();
     clients.clear();
     heldLeases = 0;
-    for (SessionRecord s : body.getSessionsList()) {
-      sessions.put(s.getId(), new Session(s.getId(), s.getOwner(), s.getTtlMillis(), new TreeSet<>()));
+    quietSessions = 0;
+    for (SessionRecord r : body.getSessionsList()) {
+      Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis());
+      if (r.hasQuietSinceMillis()) {
+        s.quietSince = r.getQuietSinceMillis();
+        quietSessions++;
+      }
+      if (r.hasHeardAtMillis()) {
+        s.heardAt = r.getHeardAtMillis();
+      }
+      sessions.put(s.id, s);
     }
     for (KeyValue kv : body.getKeysList()) {
       keys.put(kv.getKey(), kv);
@@ -519,13 +721,22 @@ final class CoreState {
         if (s == null) {
           throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
         }
-        s.keys().add(kv.getKey());
+        s.keys.add(kv.getKey());
       }
     }
     for (ClientCalls c : body.getClientsList()) {
       Calls calls = new Calls();
-      calls.lastIndex = c.getLastIndex();
       c.getRepliesList().forEach(r -> calls.replies.put(r.getCallId(), r.getReply()));
+      if (format == SNAPSHOT_FORMAT_1) {
+        // Format 1 kept only the last replies: every lower id counts as applied (a call still
+        // under way from before the upgrade is refused rather than risk applying one twice).
+        calls.high = calls.replies.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        calls.lastMillis = clockMillis;
+      } else {
+        calls.high = c.getHigh();
+        calls.lastMillis = c.getLastMillis();
+        c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
+      }
       clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
     }
   }

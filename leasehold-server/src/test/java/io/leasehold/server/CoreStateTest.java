@@ -16,7 +16,13 @@ import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Expire;
+import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Failure;
+import io.leasehold.server.state.Heard;
+import io.leasehold.server.state.Quiet;
+import io.leasehold.server.state.Reply;
+import io.leasehold.server.state.SnapshotBody;
+import io.leasehold.server.state.StoredReply;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -162,6 +168,166 @@ class CoreStateTest {
         .hasSize(1);
   }
 
+  private CallId callOf(long client, long id) {
+    return CallId.newBuilder().setClientIdHigh(client).setClientIdLow(client).setCallId(id).build();
+  }
+
+  private Command put(CallId call, String key, String value) {
+    return Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call).setKey(key).setValue(ByteString.copyFromUtf8(value))).build();
+  }
+
+  private String valueOf(String key) {
+    return state.get(GetRequest.newBuilder().setKey(key).build()).getKvs(0).getValue().toStringUtf8();
+  }
+
+  @Test
+  void aLateCopyOfAnAcquireAfterItsReleaseMakesNoTenureEvenAfterManyOtherCalls() throws IOException {
+    long s = grant(10_000);
+    CallId acquireCall = call();
+    Command acquire =
+        Command.newBuilder()
+            .setAcquire(AcquireRequest.newBuilder().setCall(acquireCall).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s))
+            .build();
+    AcquireResponse first = AcquireResponse.parseFrom(apply(acquire).reply().getOk());
+    assertThat(first.getAcquired()).isTrue();
+    Command release =
+        Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName("job").setHolder("a#1").setToken(first.getToken())).build();
+    assertThat(ReleaseResponse.parseFrom(apply(release).reply().getOk()).getReleased()).isTrue();
+    for (int i = 0; i < 100; i++) {
+      apply(put(call(), "other/" + i, "v")); // the same client goes on working
+    }
+
+    // A copy of the acquire that a follower forwarded long ago reaches the leader only now.
+    CoreState.Applied late = apply(acquire);
+
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList())
+        .as("a released lease must not be taken again by a late copy of the acquire that took it (reply: %s)", late.reply())
+        .isEmpty();
+    assertThat(late.events()).isEmpty();
+  }
+
+  @Test
+  void aLatePutDoesNotOverwriteANewerAcknowledgedPutEvenAfterManyOtherCalls() {
+    CallId firstPut = callOf(1, 1);
+    apply(put(firstPut, "config", "old"));
+    for (int i = 2; i <= 100; i++) {
+      apply(put(callOf(1, i), "other/" + i, "v"));
+    }
+    apply(put(callOf(2, 1), "config", "new")); // another client's write, acknowledged
+
+    CoreState.Applied late = apply(put(firstPut, "config", "old"));
+
+    assertThat(valueOf("config")).as("a late copy of an applied put overwrote a newer write (reply: %s)", late.reply()).isEqualTo("new");
+    assertThat(late.events()).isEmpty();
+  }
+
+  private CoreState.Applied applyAt(long stampMillis, Command command) {
+    return apply(command.toBuilder().setStampMillis(stampMillis).build());
+  }
+
+  private boolean exists(String key) {
+    return !state.get(GetRequest.newBuilder().setKey(key).build()).getKvsList().isEmpty();
+  }
+
+  @Test
+  void aCopyThatReachesTheLogLaterThanACallMayTakeIsRefusedAndAFreshCopyApplies() {
+    Command put = put(callOf(1, 1), "k", "v");
+    CoreState.Applied late =
+        applyAt(1_000 + CoreState.MAX_CALL_DELAY_MILLIS + 1, put.toBuilder().setReceivedMillis(1_000).build());
+    assertThat(late.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(late.reply().getFailure().getMessage()).contains("later than the " + CoreState.MAX_CALL_DELAY_MILLIS + " ms");
+    assertThat(exists("k")).isFalse();
+
+    long now = 1_000 + CoreState.MAX_CALL_DELAY_MILLIS + 2;
+    CoreState.Applied retried = applyAt(now, put.toBuilder().setReceivedMillis(now - 10).build());
+    assertThat(retried.reply().hasOk()).isTrue();
+    assertThat(exists("k")).isTrue();
+  }
+
+  @Test
+  void aCallOvertakenByLaterCallsOfItsClientIsAppliedOnceWhenItArrives() {
+    apply(put(callOf(1, 1), "a", "1"));
+    apply(put(callOf(1, 3), "c", "3"));
+    assertThat(apply(put(callOf(1, 2), "b", "2")).events()).as("call 2, overtaken by call 3, applies").hasSize(1);
+    long revision = state.revision();
+    for (int i = 4; i < 100; i++) {
+      apply(put(callOf(1, i), "other/" + i, "v"));
+    }
+    CoreState.Applied again = apply(put(callOf(1, 2), "b", "2"));
+    assertThat(again.reply().getFailure().getCode()).as("a copy of call 2 after its reply was dropped").isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(again.events()).isEmpty();
+    assertThat(state.revision()).isEqualTo(revision + 96);
+  }
+
+  @Test
+  void aCallOvertakenLongerThanTheWindowIsRefusedWhenItArrives() {
+    applyAt(0, put(callOf(1, 2), "b", "2")); // call 1 is still on its way
+    applyAt(CoreState.DEDUP_WINDOW_MILLIS + 1, put(callOf(2, 1), "x", "1")); // cluster time moves on
+    CoreState.Applied late = applyAt(CoreState.DEDUP_WINDOW_MILLIS + 2, put(callOf(1, 1), "a", "1"));
+    assertThat(late.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(exists("a")).isFalse();
+  }
+
+  @Test
+  void aClientKeepsAtMostSoManyOpenCallsAndOlderOnesAreRefused() {
+    long far = 10_000;
+    apply(put(callOf(1, far), "far", "v"));
+    assertThat(apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT), "open", "v")).reply().hasOk()).isTrue();
+    CoreState.Applied tooOld = apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT - 1), "old", "v"));
+    assertThat(tooOld.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(exists("old")).isFalse();
+  }
+
+  @Test
+  void aQuietMarkAppliesInItsOwnTermOnlyAndNotToASessionHeardSince() throws IOException {
+    long heardFirst = grant(10_000);
+    long quiet = grant(10_000);
+    long grantedLater = grant(10_000);
+    applyAt(100, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(heardFirst)).build());
+    // A mark decided at cluster time 100 by the leader of the term, for sessions up to `quiet`.
+    Quiet mark = Quiet.newBuilder().setTerm(term).setSinceMillis(100).setMaxSessionId(quiet).build();
+    applyAt(101, Command.newBuilder().setQuiet(mark.toBuilder().setTerm(term - 1)).build());
+    assertThat(state.hasQuietSessions()).as("a mark of an earlier term").isFalse();
+
+    applyAt(101, Command.newBuilder().setQuiet(mark).build());
+
+    assertThat(state.quietSince()).as("quiet sessions").containsExactly(java.util.Map.entry(quiet, 100L));
+    assertThat(state.sessionStatus(heardFirst)).isEqualTo(CoreState.SessionStatus.HEARD);
+    assertThat(state.sessionStatus(grantedLater)).isEqualTo(CoreState.SessionStatus.HEARD);
+    applyAt(102, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(quiet)).build());
+    assertThat(state.hasQuietSessions()).isFalse();
+  }
+
+  @Test
+  void aSnapshotOfTheOldFormatIsReadAndItsCallsAreNotAppliedAgain() throws IOException {
+    CallId call = callOf(1, 7);
+    Reply reply = Reply.newBuilder().setOk(ByteString.copyFromUtf8("first answer")).build();
+    SnapshotBody body =
+        SnapshotBody.newBuilder()
+            .setRevision(3)
+            .addClients(
+                ClientCalls.newBuilder()
+                    .setClientIdHigh(1)
+                    .setClientIdLow(1)
+                    .setLastIndex(5)
+                    .addReplies(StoredReply.newBuilder().setCallId(7).setReply(reply)))
+            .build();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    java.io.DataOutputStream data = new java.io.DataOutputStream(out);
+    data.writeInt(0x4C48534E);
+    data.writeInt(CoreState.SNAPSHOT_FORMAT_1);
+    body.writeDelimitedTo(data);
+    data.flush();
+
+    CoreState old = new CoreState();
+    old.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+
+    assertThat(old.revision()).isEqualTo(3);
+    assertThat(old.apply(10, term, put(call, "k", "v")).reply()).isEqualTo(reply);
+    assertThat(old.apply(11, term, put(callOf(1, 6), "k", "v")).reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(old.apply(12, term, put(callOf(1, 8), "k", "v")).reply().hasOk()).isTrue();
+  }
+
   @Test
   void writesToAMissingSessionAreRefusedAndChangeNothing() throws IOException {
     long revision = state.revision();
@@ -178,6 +344,11 @@ class CoreStateTest {
     CallId call = call();
     AcquireResponse first = acquire(call, "job", "a#1", 1, s);
     apply(Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call()).setKey("k").setValue(ByteString.copyFromUtf8("v"))).build());
+    // Cluster time, a quiet session, a call still open (5 overtaken by 6), a session heard.
+    long quietSession = grant(10_000);
+    applyAt(500, put(callOf(9, 6), "later", "v"));
+    applyAt(600, Command.newBuilder().setQuiet(Quiet.newBuilder().setTerm(term).setSinceMillis(550).setMaxSessionId(quietSession)).build());
+    applyAt(700, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(s)).build());
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     state.writeSnapshot(out);
 
@@ -192,6 +363,9 @@ class CoreStateTest {
     Command retry =
         Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s)).build();
     assertThat(AcquireResponse.parseFrom(restored.apply(100, term, retry).reply().getOk())).isEqualTo(first);
+    assertThat(restored.clockMillis()).isEqualTo(700);
+    assertThat(restored.quietSince()).containsExactly(java.util.Map.entry(quietSession, 550L));
+    assertThat(restored.apply(101, term, put(callOf(9, 5), "open", "v")).reply().hasOk()).as("the open call 5").isTrue();
   }
 
   @Test
