@@ -185,9 +185,10 @@ final class LeaseStateMachine extends BaseStateMachine {
   }
 
   /**
-   * Extends sessions. Ratis calls this only after a ReadIndex round confirmed that this node was
-   * still the leader after the request arrived, so no newer leader can have re-armed (and started
-   * measuring) these sessions before the time the client sent it.
+   * Extends sessions and tells which of their tenures an operator revoked. Ratis calls this only
+   * after a ReadIndex round confirmed that this node was still the leader after the request
+   * arrived, so no newer leader can have re-armed (and started measuring) these sessions before
+   * the time the client sent it.
    */
   private CompletableFuture<Message> keepAlive(KeepAliveRequest request) {
     RaftServer.Division d = division;
@@ -197,7 +198,9 @@ final class LeaseStateMachine extends BaseStateMachine {
     }
     KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder().setSequence(request.getSequence());
     for (long id : request.getSessionIdsList()) {
-      if (state.hasSession(id) && keeper.keepAlive(id)) {
+      // The state also lists the session's revoked tenures, so that a holder whose watch is
+      // silent still stops using them within one keep-alive; an operator-revoked session is gone.
+      if (state.keepAlive(id, response) && keeper.keepAlive(id)) {
         response.addAlive(id);
       } else {
         response.addGone(id);
