@@ -41,7 +41,8 @@ public final class CoreBackend implements LeaseBackend {
             processName(),
             attemptTimeout,
             this::sessionGranted,
-            this::sessionEnded);
+            this::sessionEnded,
+            this::tenureRevoked);
     this.watch = new LeaseWatch(client, runtime.timers(), new Losses(), sessions::liveIds);
     this.store = new CoreLeaseStore(client, sessions, watch);
   }
@@ -110,6 +111,19 @@ public final class CoreBackend implements LeaseBackend {
     store.sessionEnded(
         sessionId,
         (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.EXPIRED, "the core expired this process's session")));
+  }
+
+  private void tenureRevoked(io.leasehold.core.proto.RevokedTenure revoked) {
+    store.revoked(
+        revoked,
+        (token, h) ->
+            report(
+                h.holder(),
+                token,
+                new LeaseLost(
+                    LeaseLost.Kind.REVOKED,
+                    "an operator revoked tenure " + token + " of lease '" + h.leaseName()
+                        + "' in the core (its keep-alive said so)")));
   }
 
   private void report(HolderId holder, long token, LeaseLost reason) {

@@ -52,6 +52,12 @@ public final class CoreClient implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(CoreClient.class);
   private static final SecureRandom RANDOM = new SecureRandom();
 
+  /**
+   * The key prefix of named leases in the core: lease {@code N} is the key {@code
+   * /_leasehold/leases/N}. Deleting such a key is how an operator revokes a lease.
+   */
+  public static final String LEASE_PREFIX = "/_leasehold/leases/";
+
   /** The response header in which a follower names the leader's client endpoint (host:port). */
   static final String LEADER_HEADER_NAME = "leasehold-leader";
 
@@ -205,6 +211,11 @@ public final class CoreClient implements AutoCloseable {
               }
             });
     return () -> call.thenAccept(c -> c.cancel("watch closed", null));
+  }
+
+  /** {@return the index of the node calls go to now, in the order the endpoints were given} */
+  int currentNode() {
+    return current.get();
   }
 
   /** A node did not answer: try another next time. */

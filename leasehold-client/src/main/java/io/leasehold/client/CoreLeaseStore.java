@@ -2,11 +2,13 @@ package io.leasehold.client;
 
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
+import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
-import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
@@ -22,7 +24,9 @@ import java.util.function.BiConsumer;
 /**
  * The lease store SPI on the core: a named lease is a key attached to this backend's session for
  * the lease's TTL. Acquire is a compare-and-set on the key's absence; renewal is the session's
- * shared keep-alive; release deletes the key only if it is still this tenure.
+ * shared keep-alive, whose replies also list the tenures of the session an operator revoked (each
+ * ends at once here); confirming a tenure (acquire() while holding) reads its key; release deletes
+ * the key only if it is still this tenure, or ends the tombstone of this tenure if it was revoked.
  */
 final class CoreLeaseStore implements LeaseStore {
 
@@ -31,6 +35,13 @@ final class CoreLeaseStore implements LeaseStore {
   private final LeaseWatch watch;
   /** The tenures this process holds, by fencing token. */
   private final Map<Long, Held> held = new ConcurrentHashMap<>();
+  /**
+   * Tenures the core reported revoked, by token, with their session's id, until their holder's
+   * release (which ends the tombstone that blocks the name) succeeds or the session ends.
+   */
+  private final Map<Long, Long> revokedTenures = new ConcurrentHashMap<>();
+  /** Releases of revoked tenures that failed: sent again when a keep-alive lists the tenure. */
+  private final Map<Long, Tenure> unreleased = new ConcurrentHashMap<>();
 
   /** A tenure this process holds: its session, holder and lease. */
   record Held(Sessions.Session session, HolderId holder, String leaseName) {}
@@ -95,7 +106,9 @@ final class CoreLeaseStore implements LeaseStore {
       return CompletableFuture.completedFuture(
           new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease ended")));
     }
-    // A keep-alive the leader confirmed within the last interval answers for this renewal.
+    // A keep-alive the leader confirmed within the last interval answers for this renewal. Its
+    // reply listed the session's revoked tenures, which ended here at once; one revoked since is
+    // kept from everyone else by its tombstone until this holder releases it or the session ends.
     if (session.confirmedSince(sentAtNanos - session.intervalNanos)) {
       return CompletableFuture.completedFuture(new RenewResult.Renewed(session.confirmedSentAt));
     }
@@ -108,8 +121,63 @@ final class CoreLeaseStore implements LeaseStore {
                 return new RenewResult.Lost(
                     new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease expired"));
               }
+              if (!held.containsKey(tenure.token())) {
+                return revokedAnswer(tenure); // the round's reply listed it as revoked
+              }
               return new RenewResult.Renewed(session.confirmedSentAt);
             });
+  }
+
+  /**
+   * Reads the tenure's key (a linearizable read through the leader) before renewing it: the
+   * keep-alive that answers a renewal may have been sent before an operator's delete, and a watch
+   * may be silent, so only the key itself confirms the tenure as of now.
+   */
+  @Override
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    String key = LeaseWatch.LEASE_PREFIX + tenure.leaseName();
+    GetRequest get = GetRequest.newBuilder().setKey(key).build();
+    return client
+        .<GetResponse>call((stub, out) -> stub.get(get, out))
+        .thenCompose(
+            current -> {
+              boolean ours =
+                  current.getKvsCount() == 1
+                      && current.getKvs(0).getCreateRevision() == tenure.token()
+                      && current.getKvs(0).getValue().toStringUtf8().equals(tenure.holder().toString());
+              if (!ours) {
+                held.remove(tenure.token());
+                return CompletableFuture.<RenewResult>completedFuture(revokedAnswer(tenure));
+              }
+              return renew(tenure, sentAtNanos);
+            });
+  }
+
+  private static RenewResult revokedAnswer(Tenure tenure) {
+    return new RenewResult.Lost(
+        new LeaseLost(
+            LeaseLost.Kind.REVOKED,
+            "the core no longer has tenure " + tenure.token() + " of lease '" + tenure.leaseName()
+                + "' (an operator revoked it)"));
+  }
+
+  /**
+   * A keep-alive reply listed a tenure of ours that an operator revoked: reports it if this
+   * process still holds it; resends a release of it that failed, since its tombstone blocks the
+   * name until then.
+   */
+  void revoked(RevokedTenure revoked, BiConsumer<Long, Held> lost) {
+    long token = revoked.getToken();
+    Held h = held.get(token);
+    if (h != null && h.session().id == revoked.getSessionId() && held.remove(token, h)) {
+      revokedTenures.put(token, h.session().id);
+      lost.accept(token, h);
+      return;
+    }
+    Tenure failed = unreleased.remove(token);
+    if (failed != null) {
+      release(failed);
+    }
   }
 
   @Override
@@ -123,8 +191,16 @@ final class CoreLeaseStore implements LeaseStore {
             .build();
     return client
         .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
-        .thenApply(
-            response -> {
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                if (revokedTenures.containsKey(tenure.token())) {
+                  unreleased.put(tenure.token(), tenure);
+                }
+                throw error instanceof CompletionException c ? c : new CompletionException(error);
+              }
+              revokedTenures.remove(tenure.token());
+              unreleased.remove(tenure.token());
               held.remove(tenure.token());
               return null;
             });
@@ -132,6 +208,13 @@ final class CoreLeaseStore implements LeaseStore {
 
   /** Every tenure of a session that ended is gone: reports and forgets each. */
   void sessionEnded(long sessionId, BiConsumer<Long, Held> lost) {
+    // The core dropped the session's tombstones with it.
+    revokedTenures.forEach(
+        (token, session) -> {
+          if (session == sessionId && revokedTenures.remove(token, session)) {
+            unreleased.remove(token);
+          }
+        });
     held.forEach(
         (token, h) -> {
           if (h.session().id == sessionId && held.remove(token, h)) {
@@ -140,9 +223,12 @@ final class CoreLeaseStore implements LeaseStore {
         });
   }
 
-  /** A watch reported this tenure gone. */
+  /** A watch reported this tenure gone (revoked, or its session expired). */
   void forget(long token) {
-    held.remove(token);
+    Held h = held.remove(token);
+    if (h != null) {
+      revokedTenures.put(token, h.session().id);
+    }
   }
 
   /** After a gap in the watch: reports and forgets each tenure whose key is not in {@code current}. */

@@ -9,6 +9,7 @@ import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +18,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,6 +61,7 @@ final class Sessions implements AutoCloseable {
   private final Scheduler timers;
   private final String owner;
   private final LongConsumer onSessionEnded;
+  private final Consumer<RevokedTenure> onRevoked;
   private final Map<Long, Session> byTtl = new ConcurrentHashMap<>();
   private final Map<Long, Long> sentAtBySequence = new ConcurrentHashMap<>();
   private final Object streamLock = new Object();
@@ -79,7 +82,8 @@ final class Sessions implements AutoCloseable {
       String owner,
       Duration roundTimeout,
       Runnable onGranted,
-      LongConsumer onSessionEnded) {
+      LongConsumer onSessionEnded,
+      Consumer<RevokedTenure> onRevoked) {
     this.roundTimeoutNanos = roundTimeout.toNanos();
     this.onGranted = onGranted;
     this.client = client;
@@ -87,6 +91,7 @@ final class Sessions implements AutoCloseable {
     this.timers = timers;
     this.owner = owner;
     this.onSessionEnded = onSessionEnded;
+    this.onRevoked = onRevoked;
   }
 
   /**
@@ -226,6 +231,10 @@ final class Sessions implements AutoCloseable {
       }
       // Older rounds still unanswered will not be: this stream answers in order.
       sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
+      // Tenures an operator revoked end before the renewals this round answers are settled.
+      for (int i = 0; i < response.getRevokedCount(); i++) {
+        onRevoked.accept(response.getRevoked(i));
+      }
       for (Session s : byTtl.values()) {
         if (response.getAliveList().contains(s.id)) {
           if (sentAt - s.confirmedSentAt > 0) {
@@ -308,7 +317,10 @@ final class Sessions implements AutoCloseable {
     List<CompletableFuture<RevokeResponse>> revokes = new ArrayList<>();
     for (Session s : byTtl.values()) {
       if (s.id > 0 && !s.ended) {
-        RevokeRequest revoke = RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).build();
+        // holder_closing: the core deletes the keys at once (an operator's revoke would let the
+        // session expire first, so that its holders stop before anyone else gets their leases).
+        RevokeRequest revoke =
+            RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).setHolderClosing(true).build();
         revokes.add(client.<RevokeResponse>call((stub, out) -> stub.revoke(revoke, out)));
       }
     }

@@ -124,6 +124,16 @@ public final class EtcdBackend implements LeaseBackend {
     return store.register(settings.ttl(), settings.heartbeatInterval(), settings.operationTimeout());
   }
 
+  /** For tests: the watch delivers nothing from now on, as one whose server went silent. */
+  void silenceWatch() {
+    store.silenceWatch();
+  }
+
+  /** {@return the etcd key of the guard that blocks lease {@code name} while its holder lives} */
+  String guardKeyOf(String name) {
+    return store.guardKey(name);
+  }
+
   /** {@return the etcd key that holds the record of lease {@code name}} */
   public String keyOf(String name) {
     return store.key(name);

@@ -14,6 +14,7 @@ import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
+import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
@@ -21,6 +22,7 @@ import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Counts;
@@ -73,6 +75,18 @@ import java.util.TreeSet;
  * {@code Quiet} entry). A quiet session's next keep-alive first writes a {@code Heard} entry. A
  * later leader counts a session's TTL from when it became quiet, in cluster time, so repeated
  * elections no longer keep a dead holder's session alive forever.
+ * <p><b>Revocation.</b> An operator's {@code Delete} of a held lease's key does not free the name:
+ * the key goes (watchers see the delete), but a tombstone of the tenure stays attached to the
+ * holder's session and blocks the name for everyone else until the holder releases exactly that
+ * tenure (it learned of the revocation, from its watch or from its keep-alive replies, which list
+ * the tombstones of the sessions they name, and stopped) or the session ends — by expiry one TTL
+ * after the last keep-alive, exactly the holder's safe window. An operator's {@code Revoke} of a
+ * session likewise frees nothing at once: the session is no longer kept alive and expires. There is
+ * no clock here: every "until" is a log entry (a release, an expiry).
+ *
+ * <p>Retried writes are applied once: each write carries its client's id and a call id, and the
+ * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
+ * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
  */
 final class CoreState {
 
@@ -105,6 +119,9 @@ final class CoreState {
   /** The format before cluster time and call holes; still read. */
   static final int SNAPSHOT_FORMAT_1 = 1;
 
+  /** Why a watcher sees a held lease's key deleted by someone else than its holder. */
+  static final String REVOKED_BY_OPERATOR = "revoked by an operator";
+
   private long revision;
   /** Cluster time: the greatest stamp applied. */
   private long clockMillis;
@@ -112,6 +129,8 @@ final class CoreState {
   private int quietSessions;
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
   private final Map<ClientKey, Calls> clients = new HashMap<>();
+  /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
+  private final NavigableMap<String, KeyValue> revokedLeases = new TreeMap<>();
   private long heldLeases;
 
   /** A change to apply, with what it answers and what watchers are told. */
@@ -152,6 +171,10 @@ final class CoreState {
     long quietSince = -1;
     /** Cluster time of the last Heard naming the session; -1 if none. */
     long heardAt = -1;
+    /** Keys of this session's tenures an operator revoked: each a tombstone in revokedLeases. */
+    final TreeSet<String> revokedKeys = new TreeSet<>();
+    /** An operator revoked the session: no longer kept alive, and nothing new attaches to it. */
+    boolean revoked;
 
     Session(long id, String owner, long ttlMillis) {
       this.id = id;
@@ -314,14 +337,24 @@ final class CoreState {
   }
 
   private Applied revoke(RevokeRequest revoke, List<Event> events) {
-    boolean existed = sessions.containsKey(revoke.getSessionId());
+    Session session = sessions.get(revoke.getSessionId());
+    if (!revoke.getHolderClosing()) {
+      // An operator's revoke: the holder may still be working under it. The session is no longer
+      // kept alive, so it ends by expiry, after its holders' safe windows; nothing is freed now.
+      if (session != null) {
+        session.revoked = true;
+      }
+      RevokeResponse response =
+          RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
+      return new Applied(ok(response.toByteString()), events, NONE);
+    }
     Applied ended = endSession(revoke.getSessionId(), "session revoked", events);
     RevokeResponse response =
-        RevokeResponse.newBuilder().setRevoked(existed).setRevision(revision).build();
+        RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
     return new Applied(ok(response.toByteString()), ended.events(), ended.change());
   }
 
-  /** Deletes a session and every key attached to it, all at one new revision. */
+  /** Deletes a session and every key attached to it, all at one new revision; drops its tombstones. */
   private Applied endSession(long sessionId, String cause, List<Event> events) {
     Session session = sessions.remove(sessionId);
     if (session == null) {
@@ -329,6 +362,9 @@ final class CoreState {
     }
     if (session.quietSince >= 0) {
       quietSessions--;
+    }
+    for (String key : session.revokedKeys) {
+      revokedLeases.remove(key);
     }
     if (!session.keys.isEmpty()) {
       revision++;
@@ -342,7 +378,7 @@ final class CoreState {
   }
 
   private Applied put(PutRequest put, List<Event> events) {
-    if (put.getSessionId() != 0 && !sessions.containsKey(put.getSessionId())) {
+    if (put.getSessionId() != 0 && !isLive(put.getSessionId())) {
       return sessionNotFound(put.getSessionId());
     }
     KeyValue kv = write(put.getKey(), put.getValue(), put.getSessionId(), 0, events);
@@ -350,10 +386,39 @@ final class CoreState {
   }
 
   private Applied delete(DeleteRequest delete, List<Event> events) {
-    boolean deleted = remove(delete.getKey(), "", events);
-    DeleteResponse response =
-        DeleteResponse.newBuilder().setDeleted(deleted).setRevision(revision).build();
-    return new Applied(ok(response.toByteString()), events, NONE);
+    String key = delete.getKey();
+    KeyValue current = keys.get(key);
+    DeleteResponse.Builder response = DeleteResponse.newBuilder();
+    if (current == null) {
+      return new Applied(ok(response.setRevision(revision).build().toByteString()), events, NONE);
+    }
+    Session holderSession = sessions.get(current.getSessionId());
+    if (key.startsWith(LEASE_PREFIX) && holderSession != null) {
+      // An operator revokes a held lease. Its holder may not know yet (its watch may be silent):
+      // the name stays blocked by a tombstone until the holder releases this tenure or its
+      // session ends. The holder's keep-alive replies list the tombstone.
+      remove(key, REVOKED_BY_OPERATOR, events);
+      revokedLeases.put(key, current);
+      holderSession.revokedKeys.add(key);
+    } else {
+      remove(key, "", events);
+    }
+    response.setDeleted(true).setRevision(revision).setPrevKv(current);
+    return new Applied(ok(response.build().toByteString()), events, NONE);
+  }
+
+  /** Removes a tombstone: its holder stopped using that tenure, or gave it up for a new one. */
+  private void dropTombstone(String key, KeyValue tombstone) {
+    revokedLeases.remove(key);
+    Session session = sessions.get(tombstone.getSessionId());
+    if (session != null) {
+      session.revokedKeys.remove(key);
+    }
+  }
+
+  private boolean isLive(long sessionId) {
+    Session s = sessions.get(sessionId);
+    return s != null && !s.revoked;
   }
 
   private Applied compareAndSet(CompareAndSetRequest cas, List<Event> events) {
@@ -366,7 +431,7 @@ final class CoreState {
       }
       return new Applied(ok(response.setRevision(revision).build().toByteString()), events, NONE);
     }
-    if (cas.getSessionId() != 0 && !sessions.containsKey(cas.getSessionId())) {
+    if (cas.getSessionId() != 0 && !isLive(cas.getSessionId())) {
       return sessionNotFound(cas.getSessionId());
     }
     KeyValue kv = write(cas.getKey(), cas.getValue(), cas.getSessionId(), 0, events);
@@ -379,12 +444,24 @@ final class CoreState {
    * with the rules of the lease store SPI for the same holder's retries.
    */
   private Applied acquire(AcquireRequest acquire, List<Event> events) {
-    if (!sessions.containsKey(acquire.getSessionId())) {
+    if (!isLive(acquire.getSessionId())) {
       return sessionNotFound(acquire.getSessionId());
     }
     String key = LEASE_PREFIX + acquire.getName();
     KeyValue current = keys.get(key);
     AcquireResponse.Builder response = AcquireResponse.newBuilder();
+    KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
+    if (tombstone != null) {
+      String holder = tombstone.getValue().toStringUtf8();
+      if (!holder.equals(acquire.getHolder()) || tombstone.getLeaseRequestId() >= acquire.getRequestId()) {
+        // Revoked, but its holder may still be working under it: nobody else gets the name yet
+        // (nor does a late copy of the revoked tenure's own acquire).
+        response.setAcquired(false).setHolder(holder);
+        return new Applied(ok(response.build().toByteString()), events, NONE);
+      }
+      // Its holder asks anew, so it gave the revoked tenure up: a new tenure, a new token.
+      dropTombstone(key, tombstone);
+    }
     if (current != null) {
       String holder = current.getValue().toStringUtf8();
       boolean sameHolder = holder.equals(acquire.getHolder());
@@ -432,6 +509,15 @@ final class CoreState {
             && current.getValue().toStringUtf8().equals(release.getHolder());
     if (ours) {
       remove(key, "released", events);
+    } else {
+      KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
+      if (tombstone != null
+          && tombstone.getCreateRevision() == release.getToken()
+          && tombstone.getValue().toStringUtf8().equals(release.getHolder())) {
+        // The holder of a revoked tenure says it stopped: the name is free.
+        dropTombstone(key, tombstone);
+        ours = true;
+      }
     }
     return new Applied(
         ok(ReleaseResponse.newBuilder().setReleased(ours).build().toByteString()), events, NONE);
@@ -611,6 +697,30 @@ final class CoreState {
     return clockMillis;
   }
 
+  /**
+   * For a keep-alive of one session: adds the session's revoked tenures to {@code response}, and
+   * says whether it may be extended.
+   *
+   * @return false if the session is gone or an operator revoked it
+   */
+  synchronized boolean keepAlive(long sessionId, KeepAliveResponse.Builder response) {
+    Session s = sessions.get(sessionId);
+    if (s == null) {
+      return false;
+    }
+    if (!s.revokedKeys.isEmpty()) {
+      for (String key : s.revokedKeys) {
+        KeyValue tombstone = revokedLeases.get(key);
+        response.addRevoked(
+            RevokedTenure.newBuilder()
+                .setSessionId(sessionId)
+                .setName(key.substring(LEASE_PREFIX.length()))
+                .setToken(tombstone.getCreateRevision()));
+      }
+    }
+    return !s.revoked;
+  }
+
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
   synchronized Map<Long, Long> sessionTtls() {
     Map<Long, Long> ttls = new LinkedHashMap<>();
@@ -637,7 +747,7 @@ final class CoreState {
   synchronized void writeSnapshot(OutputStream out) throws IOException {
     SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis);
     for (Session s : sessions.values()) {
-      SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis);
+      SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked);
       if (s.quietSince >= 0) {
         record.setQuietSinceMillis(s.quietSince);
       }
@@ -647,6 +757,7 @@ final class CoreState {
       body.addSessions(record);
     }
     body.addAllKeys(keys.values());
+    body.addAllRevokedLeases(revokedLeases.values());
     // Clients in a fixed order, so that equal states write equal files.
     TreeMap<ClientKey, Calls> ordered =
         new TreeMap<>(
@@ -700,6 +811,7 @@ final class CoreState {
     sessions.clear();
     keys.clear();
     clients.clear();
+    revokedLeases.clear();
     heldLeases = 0;
     quietSessions = 0;
     for (SessionRecord r : body.getSessionsList()) {
@@ -711,6 +823,7 @@ final class CoreState {
       if (r.hasHeardAtMillis()) {
         s.heardAt = r.getHeardAtMillis();
       }
+      s.revoked = r.getRevoked();
       sessions.put(s.id, s);
     }
     for (KeyValue kv : body.getKeysList()) {
@@ -723,6 +836,16 @@ final class CoreState {
         }
         s.keys.add(kv.getKey());
       }
+    }
+    for (KeyValue tombstone : body.getRevokedLeasesList()) {
+      Session s = sessions.get(tombstone.getSessionId());
+      if (s == null || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
+        throw new IOException(
+            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
+                + " or is not a lease key");
+      }
+      revokedLeases.put(tombstone.getKey(), tombstone);
+      s.revokedKeys.add(tombstone.getKey());
     }
     for (ClientCalls c : body.getClientsList()) {
       Calls calls = new Calls();

@@ -23,7 +23,6 @@ import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
-import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
@@ -278,11 +277,12 @@ final class LeaseStateMachine extends BaseStateMachine {
   }
 
   /**
-   * Extends sessions. Ratis calls this only after a ReadIndex round confirmed that this node was
-   * still the leader after the request arrived, so no newer leader can have re-armed (and started
-   * measuring) these sessions before the time the client sent it. A quiet session (see {@link
-   * SessionKeeper}) is confirmed only once a Heard entry naming it is applied, so that no later
-   * leader counts it quiet from before this keep-alive.
+   * Extends sessions and tells which of their tenures an operator revoked. Ratis calls this only
+   * after a ReadIndex round confirmed that this node was still the leader after the request
+   * arrived, so no newer leader can have re-armed (and started measuring) these sessions before
+   * the time the client sent it. A quiet session (see {@link SessionKeeper}) is confirmed only once
+   * a Heard entry naming it is applied, so that no later leader counts it quiet from before this
+   * keep-alive.
    */
   private CompletableFuture<Message> keepAlive(KeepAliveRequest request) {
     RaftServer.Division d = division;
@@ -294,7 +294,10 @@ final class LeaseStateMachine extends BaseStateMachine {
     KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder().setSequence(request.getSequence());
     Map<Long, Long> quiet = null;
     for (long id : request.getSessionIdsList()) {
-      CoreState.SessionStatus status = state.sessionStatus(id);
+      // The state also lists the session's revoked tenures, so that a holder whose watch is
+      // silent still stops using them within one keep-alive; an operator-revoked session is gone.
+      CoreState.SessionStatus status =
+          state.keepAlive(id, response) ? state.sessionStatus(id) : CoreState.SessionStatus.GONE;
       long result =
           status == CoreState.SessionStatus.GONE
               ? SessionKeeper.GONE

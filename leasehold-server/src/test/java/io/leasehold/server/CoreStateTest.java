@@ -7,13 +7,18 @@ import com.google.protobuf.ByteString;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
+import io.leasehold.core.proto.DeleteRequest;
+import io.leasehold.core.proto.DeleteResponse;
 import io.leasehold.core.proto.Event;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
+import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
+import io.leasehold.core.proto.RevokeRequest;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Expire;
 import io.leasehold.server.state.ClientCalls;
@@ -26,6 +31,7 @@ import io.leasehold.server.state.StoredReply;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
 class CoreStateTest {
@@ -377,5 +383,172 @@ class CoreStateTest {
     assertThatThrownBy(() -> new CoreState().readSnapshot(new ByteArrayInputStream(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("not a Leasehold snapshot");
+  }
+
+  // ---- an operator's revocation ----
+
+  private CoreState.Applied delete(String key) {
+    return apply(Command.newBuilder().setDelete(DeleteRequest.newBuilder().setCall(call()).setKey(key)).build());
+  }
+
+  private boolean release(String name, String holder, long token) throws IOException {
+    Command c = Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName(name).setHolder(holder).setToken(token)).build();
+    return ReleaseResponse.parseFrom(apply(c).reply().getOk()).getReleased();
+  }
+
+  private KeepAliveResponse keepAlive(long session) {
+    KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder();
+    if (state.keepAlive(session, response)) {
+      response.addAlive(session);
+    } else {
+      response.addGone(session);
+    }
+    return response.build();
+  }
+
+  private static RevokedTenure revoked(long session, String name, long token) {
+    return RevokedTenure.newBuilder().setSessionId(session).setName(name).setToken(token).build();
+  }
+
+  @Test
+  void anOperatorsDeleteOfAHeldLeaseBlocksTheNameUntilItsHolderReleasesThatTenure() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    AcquireResponse a = acquire("job", "a#1", 1, sa);
+
+    CoreState.Applied deleted = delete(CoreState.LEASE_PREFIX + "job");
+
+    DeleteResponse response = DeleteResponse.parseFrom(deleted.reply().getOk());
+    assertThat(response.getDeleted()).isTrue();
+    assertThat(response.getPrevKv().getValue().toStringUtf8()).as("who held it").isEqualTo("a#1");
+    assertThat(response.getPrevKv().getCreateRevision()).as("with which token").isEqualTo(a.getToken());
+    assertThat(deleted.events()).singleElement().satisfies(e -> {
+      assertThat(e.getType()).isEqualTo(Event.Type.DELETE);
+      assertThat(e.getCause()).isEqualTo(CoreState.REVOKED_BY_OPERATOR);
+    });
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList()).isEmpty();
+    assertThat(state.counts().getHeldLeases()).isZero();
+    AcquireResponse b = acquire("job", "b#1", 1, sb);
+    assertThat(b.getAcquired()).as("another holder's acquire while the holder may still work").isFalse();
+    assertThat(b.getHolder()).isEqualTo("a#1");
+    assertThat(acquire("job", "a#1", 1, sa).getAcquired()).as("a late copy of the revoked tenure's acquire").isFalse();
+    assertThat(keepAlive(sa).getAliveList()).containsExactly(sa);
+    assertThat(keepAlive(sa).getRevokedList()).containsExactly(revoked(sa, "job", a.getToken()));
+    assertThat(keepAlive(sb).getRevokedList()).isEmpty();
+    assertThat(DeleteResponse.parseFrom(delete(CoreState.LEASE_PREFIX + "job").reply().getOk()).getDeleted())
+        .as("a second delete finds nothing")
+        .isFalse();
+
+    assertThat(release("job", "b#1", a.getToken())).as("another holder cannot end the tombstone").isFalse();
+    assertThat(release("job", "a#1", a.getToken())).as("the holder says it stopped").isTrue();
+
+    assertThat(keepAlive(sa).getRevokedList()).isEmpty();
+    AcquireResponse b2 = acquire("job", "b#1", 2, sb);
+    assertThat(b2.getAcquired()).isTrue();
+    assertThat(b2.getToken()).isGreaterThan(a.getToken());
+  }
+
+  @Test
+  void aRevokedTenureBlocksItsNameUntilItsSessionExpiresIfTheHolderNeverAnswers() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+    assertThat(acquire("job", "b#1", 1, sb).getAcquired()).isFalse();
+
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(sa).setTerm(term)).build());
+
+    assertThat(acquire("job", "b#1", 2, sb).getAcquired()).isTrue();
+  }
+
+  @Test
+  void theHolderOfARevokedTenureAskingAnewGetsANewTenure() throws IOException {
+    long sa = grant(10_000);
+    AcquireResponse first = acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+
+    AcquireResponse again = acquire("job", "a#1", 2, sa);
+
+    assertThat(again.getAcquired()).isTrue();
+    assertThat(again.getToken()).isGreaterThan(first.getToken());
+    assertThat(keepAlive(sa).getRevokedList()).isEmpty();
+    assertThat(release("job", "a#1", first.getToken())).as("a late release of the revoked tenure").isFalse();
+    assertThat(state.counts().getHeldLeases()).isEqualTo(1);
+  }
+
+  @Test
+  void anOperatorsRevokeOfASessionFreesNothingUntilItExpires() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    Command revoke = Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sa)).build();
+
+    CoreState.Applied applied = apply(revoke);
+
+    assertThat(applied.events()).isEmpty();
+    assertThat(applied.change()).isEqualTo(new CoreState.Change.None());
+    assertThat(keepAlive(sa).getGoneList()).as("no longer kept alive").containsExactly(sa);
+    assertThat(state.counts().getHeldLeases()).isEqualTo(1);
+    assertThat(acquire("job", "b#1", 1, sb).getAcquired()).isFalse();
+    CoreState.Applied attach =
+        apply(Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("other").setHolder("a#1").setRequestId(2).setSessionId(sa)).build());
+    assertThat(attach.reply().getFailure().getCode()).as("nothing new attaches to it").isEqualTo(Failure.Code.SESSION_NOT_FOUND);
+
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(sa).setTerm(term)).build());
+    assertThat(acquire("job", "b#1", 2, sb).getAcquired()).isTrue();
+  }
+
+  @Test
+  void theHoldersOwnRevokeOnCloseEndsTheSessionAtOnce() throws IOException {
+    long sa = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    Command revoke =
+        Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sa).setHolderClosing(true)).build();
+
+    CoreState.Applied applied = apply(revoke);
+
+    assertThat(applied.change()).isEqualTo(new CoreState.Change.Ended(sa));
+    assertThat(applied.events()).extracting(Event::getCause).containsExactly("session revoked");
+    assertThat(state.hasSession(sa)).isFalse();
+  }
+
+  @Test
+  void aSnapshotKeepsTombstonesAndRevokedSessions() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    long sc = grant(10_000);
+    AcquireResponse a = acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+    apply(Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sc)).build());
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+
+    ByteArrayOutputStream again = new ByteArrayOutputStream();
+    restored.writeSnapshot(again);
+    assertThat(again.toByteArray()).isEqualTo(out.toByteArray());
+    KeepAliveResponse.Builder ofA = KeepAliveResponse.newBuilder();
+    assertThat(restored.keepAlive(sa, ofA)).isTrue();
+    assertThat(ofA.getRevokedList()).containsExactly(revoked(sa, "job", a.getToken()));
+    assertThat(restored.keepAlive(sc, KeepAliveResponse.newBuilder())).as("the revoked session").isFalse();
+    Command b = Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("job").setHolder("b#1").setRequestId(1).setSessionId(sb)).build();
+    assertThat(AcquireResponse.parseFrom(restored.apply(1000, term, b).reply().getOk()).getAcquired()).isFalse();
+  }
+
+  @Test
+  void aSnapshotOfFormat1IsStillRead() throws IOException {
+    long s = grant(10_000);
+    acquire("job", "a#1", 1, s);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+    byte[] format1 = out.toByteArray();
+    ByteBuffer.wrap(format1).putInt(4, 1); // a format-1 body is a format-2 body without the new fields
+
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(format1));
+
+    assertThat(restored.counts()).isEqualTo(state.counts());
   }
 }

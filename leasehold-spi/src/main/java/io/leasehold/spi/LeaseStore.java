@@ -50,6 +50,21 @@ public interface LeaseStore {
   CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos);
 
   /**
+   * {@link #renew Renews} {@code tenure} for {@code acquire()} while holding, which promises one
+   * round trip that confirms the tenure: the answer must reflect the store as of a moment after
+   * this call, never an earlier answer cached for many leases (a shared keep-alive, a watch that
+   * may be silent). A backend whose {@code renew} already asks the store about this very tenure
+   * need not override this.
+   *
+   * @param tenure the tenure to confirm
+   * @param sentAtNanos the holder's ticker reading when it sent the request
+   * @return the store's answer, as for {@link #renew}
+   */
+  default CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    return renew(tenure, sentAtNanos);
+  }
+
+  /**
    * Removes the record if and only if it is still exactly {@code tenure}; otherwise does nothing.
    * Completes normally in both cases, once the store has answered. Being conditional on the
    * tenure is what makes a late or repeated release harmless to the next holder.

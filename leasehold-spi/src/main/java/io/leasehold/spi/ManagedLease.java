@@ -294,7 +294,7 @@ public final class ManagedLease implements Lease {
 
   /** Acquire while holding: one renewal round trip proves the tenure is still ours. */
   private void confirm(Tenancy t, CompletableFuture<Boolean> result) {
-    renewNow(t)
+    renewNow(t, true)
         .whenComplete(
             (renewed, error) -> {
               if (error != null) {
@@ -455,10 +455,22 @@ public final class ManagedLease implements Lease {
    * renewed, {@code false} if the tenure is over, exceptionally if the store did not answer.
    */
   private CompletableFuture<Boolean> renewNow(Tenancy t) {
+    return renewNow(t, false);
+  }
+
+  /**
+   * As {@link #renewNow(Tenancy)}; with {@code confirm} (acquire() while holding) it asks the
+   * store through {@link LeaseStore#confirm} and does not join a renewal already in flight, whose
+   * answer may reflect the store as it was before the call: it waits for that one, then asks.
+   */
+  private CompletableFuture<Boolean> renewNow(Tenancy t, boolean confirm) {
     CompletableFuture<Boolean> result;
     synchronized (lock) {
       if (t.renewal != null) {
-        return t.renewal.copy();
+        if (!confirm) {
+          return t.renewal.copy();
+        }
+        return t.renewal.handle((ignored, error) -> null).thenCompose(ignored -> renewNow(t, true));
       }
       t.renewTimer.cancel();
       result = t.renewal = new CompletableFuture<>();
@@ -470,7 +482,10 @@ public final class ManagedLease implements Lease {
       return result.copy();
     }
     long timeout = Math.min(timeoutNanos, d - sent);
-    withTimeout(() -> store.renew(t.tenure, sent), timeout, "renewal")
+    withTimeout(
+            () -> confirm ? store.confirm(t.tenure, sent) : store.renew(t.tenure, sent),
+            timeout,
+            "renewal")
         .whenComplete(
             (answer, error) -> {
               try {
@@ -596,6 +611,13 @@ public final class ManagedLease implements Lease {
       }
     } finally {
       t.notifying = null;
+      if (reason.kind() == LeaseLost.Kind.REVOKED) {
+        // The store reported the tenure revoked. A store that keeps a revoked record as a
+        // tombstone, so that nobody else gets the name before this holder stopped, frees the name
+        // once the holder releases exactly that tenure: now, after the handlers that stop the
+        // work ran. Elsewhere a no-op: a release is conditional on the tenure.
+        releaseQuietly(t.tenure);
+      }
       t.lossHandled.complete(null);
     }
   }

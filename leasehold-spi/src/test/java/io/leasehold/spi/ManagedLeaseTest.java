@@ -426,6 +426,51 @@ class ManagedLeaseTest {
     assertThat(lease.remaining()).isEqualTo(WINDOW);
   }
 
+  /**
+   * A store that keeps a revoked record as a tombstone (so that nobody else gets the name before
+   * its holder stopped) frees the name when the holder releases that tenure: after the handlers.
+   */
+  @Test
+  void aRevokedTenureIsReleasedOnceTheHandlersRanNotBefore() {
+    ManagedLease lease = held(4);
+    List<Integer> releasesWhileHandling = new CopyOnWriteArrayList<>();
+    lease.onLost(lost -> releasesWhileHandling.add(store.releases.size()));
+
+    lease.storeReportedLoss(4, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted by an operator"));
+    advance(Duration.ZERO);
+
+    assertThat(releasesWhileHandling).containsExactly(0);
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(4));
+  }
+
+  /**
+   * acquire() while holding asks the store to confirm the tenure as of now: it does not take the
+   * answer of a renewal sent before it was called.
+   */
+  @Test
+  void acquireWhileHoldingAsksTheStoreToConfirmAfterARenewalAlreadyInFlight() {
+    ManagedLease lease = held(3);
+    advance(HEARTBEAT);
+    ScriptedStore.Renew periodic = store.lastRenewal();
+    assertThat(periodic.confirm()).isFalse();
+
+    CompletableFuture<Boolean> confirmed = lease.acquire();
+    assertThat(store.renewals).as("no confirmation while the earlier renewal is in flight").hasSize(1);
+    periodic.reply().complete(new RenewResult.Renewed(periodic.sentAtNanos()));
+    assertThat(confirmed).as("the earlier renewal does not answer it").isNotDone();
+    ScriptedStore.Renew confirmation = store.lastRenewal();
+    assertThat(confirmation.confirm()).isTrue();
+    confirmation.reply().complete(new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED, "deleted")));
+    advance(Duration.ZERO);
+
+    assertThat(losses).extracting(LeaseLost::kind).containsExactly(LeaseLost.Kind.REVOKED);
+    assertThat(store.acquires).as("a fresh acquisition after the loss").hasSize(2);
+    assertThat(store.lastAcquire().request().requestId()).isEqualTo(2);
+    store.grant(9);
+    assertThat(confirmed).isCompletedWithValue(true);
+    assertThat(lease.fencingToken()).hasValue(9);
+  }
+
   @Test
   void aRefusedAcquireRemembersTheHolderTheStoreNamedUntilAnAcquireSucceeds() {
     ManagedLease lease = lease(settings().build());

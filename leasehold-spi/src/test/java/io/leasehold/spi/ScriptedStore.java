@@ -14,7 +14,8 @@ final class ScriptedStore implements LeaseStore {
 
   record Acquire(AcquireRequest request, CompletableFuture<AcquireResult> reply) {}
 
-  record Renew(Tenure tenure, long sentAtNanos, CompletableFuture<RenewResult> reply) {}
+  /** A renewal; {@code confirm} when the engine asked through {@link LeaseStore#confirm}. */
+  record Renew(Tenure tenure, long sentAtNanos, CompletableFuture<RenewResult> reply, boolean confirm) {}
 
   record Release(Tenure tenure, CompletableFuture<Void> reply) {}
 
@@ -31,7 +32,14 @@ final class ScriptedStore implements LeaseStore {
 
   @Override
   public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
-    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>());
+    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>(), false);
+    renewals.add(call);
+    return call.reply;
+  }
+
+  @Override
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>(), true);
     renewals.add(call);
     return call.reply;
   }

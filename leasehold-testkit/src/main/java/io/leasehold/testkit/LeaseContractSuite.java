@@ -477,7 +477,48 @@ public abstract class LeaseContractSuite {
     awaitLosses(losses, 1);
     assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED);
     assertNotHeld(a);
+    // Not necessarily at once: a store may keep the name blocked until owner-a confirmed it stopped.
+    keepAcquiring(b, () -> {});
+  }
+
+  /**
+   * An operator deletes the record while its holder cannot hear of it (cut off: no event, no
+   * renewal reaches it). The name must go to nobody else before the holder stopped: the store keeps
+   * it blocked until the holder confirmed the revocation or its whole safe window has passed.
+   */
+  @Test
+  void aRecordDeletedInTheStoreGoesToNobodyElseBeforeItsHolderStopped() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    ExclusivityChecker checker = new ExclusivityChecker();
+    long tokenOfA = hold(a);
+
+    processA.cutOff();
+    fixture.revokeInStore(name);
+    long acquiredByB =
+        keepAcquiring(
+            b,
+            () -> {
+              checker.sample(a);
+              checker.sample(b);
+            });
+    checker.sample(b); // the newer holder first: a live sample of owner-a after it is overlap
+    checker.sample(a);
+
+    assertThat(a.checkAlive()).as("owner-a's checkAlive() once owner-b holds the lease").isFalse();
+    assertThat(lossesOfA.count()).as("owner-a's onLost calls once owner-b holds the lease").isEqualTo(1);
+    assertThat(acquiredByB - lossesOfA.first().atNanos())
+        .as("owner-a's onLost ran before owner-b's acquire succeeded")
+        .isPositive();
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+    checker.assertExclusive();
+
+    processA.heal();
     hold(b);
+    assertThat(result(a.acquire())).as("owner-a's acquire after the partition healed").isFalse();
   }
 
   // ---------------------------------------------------------------------------------------------
