@@ -2,6 +2,8 @@ package io.leasehold.client;
 
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseTimeoutException;
+import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.AcquireResponse;
@@ -12,6 +14,7 @@ import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Tenure;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -23,6 +26,11 @@ import java.util.function.BiConsumer;
  * The lease store SPI on the core: a named lease is a key attached to this backend's session for
  * the lease's TTL. Acquire is a compare-and-set on the key's absence; renewal is the session's
  * shared keep-alive; release deletes the key only if it is still this tenure.
+ *
+ * <p>Each tenure in {@link #held} pins its session (see {@link Sessions}), and so does each
+ * acquire while it is in flight: a session is kept alive only on their account. A tenure leaves
+ * {@code held}, and unpins, as soon as the engine releases it (before the core confirms: the
+ * engine no longer believes in it) or the core reports it gone.
  */
 final class CoreLeaseStore implements LeaseStore {
 
@@ -43,11 +51,15 @@ final class CoreLeaseStore implements LeaseStore {
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
-    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, true));
+    // The engine stops waiting after request.timeout(): so does the client, rather than retry on
+    // other nodes and make a grant that nobody would know of.
+    long deadline = System.nanoTime() + request.timeout().toNanos();
+    return sessions.pinFresh(request.ttl()).thenCompose(s -> acquireIn(s, request, deadline, true));
   }
 
+  /** Sends the acquire on {@code session}, which is pinned for it; the pin goes to the tenure. */
   private CompletableFuture<AcquireResult> acquireIn(
-      Sessions.Session session, AcquireRequest request, boolean mayRegrant) {
+      Sessions.Session session, AcquireRequest request, long deadline, boolean mayRegrant) {
     // The key lives as long as the session: from the send time of its latest confirmed
     // keep-alive, read before the request goes out.
     long validFrom = session.confirmedSentAt;
@@ -60,25 +72,38 @@ final class CoreLeaseStore implements LeaseStore {
             .setSessionId(session.id)
             .build();
     watch.ensureStarted();
+    long left = deadline - System.nanoTime();
+    if (left <= 0) {
+      sessions.unpin(session);
+      return CompletableFuture.failedFuture(
+          new LeaseTimeoutException(
+              "the acquire of '" + request.leaseName() + "' was not sent: its holder stopped"
+                  + " waiting for it", null));
+    }
     return client
-        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out))
+        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out), Duration.ofNanos(left))
         .handle(
             (response, error) -> {
               if (error != null) {
+                // Outcome unknown: the key may exist, but nothing keeps the session alive for it.
+                sessions.unpin(session);
                 if (mayRegrant && CoreClient.isSessionNotFound(error)) {
                   // The session ended under us: a new one, and one more try.
                   sessions.ended(session);
                   return sessions
-                      .forTtl(request.ttl())
-                      .thenCompose(s -> acquireIn(s, request, false));
+                      .pinFresh(request.ttl())
+                      .thenCompose(s -> acquireIn(s, request, deadline, false));
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(unwrap(error));
               }
               if (!response.getAcquired()) {
+                sessions.unpin(session);
                 return CompletableFuture.<AcquireResult>completedFuture(
                     new AcquireResult.HeldElsewhere(response.getHolder()));
               }
-              held.put(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              // Registered (and its session pinned) before the engine sees the grant, so that
+              // the session is kept alive from the moment the engine believes in the tenure.
+              track(response.getToken(), new Held(session, request.holder(), request.leaseName()));
               watch.watchFrom(response.getToken());
               return CompletableFuture.<AcquireResult>completedFuture(
                   new AcquireResult.Acquired(response.getToken(), validFrom));
@@ -121,13 +146,60 @@ final class CoreLeaseStore implements LeaseStore {
             .setHolder(tenure.holder().toString())
             .setToken(tenure.token())
             .build();
+    // The engine asks to release only a tenure it no longer believes in: stop keeping its
+    // session alive for it now, whether or not this call gets through.
+    drop(tenure.token());
     return client
         .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
-        .thenApply(
-            response -> {
-              held.remove(tenure.token());
-              return null;
+        .thenApply(response -> null);
+  }
+
+  /**
+   * Ends the record {@code request} made, if the core has one: found by the holder and request id
+   * stored with the key, released on its create revision. A later acquire of the holder (a greater
+   * request id) or another holder's record never matches.
+   */
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    String key = LeaseWatch.LEASE_PREFIX + request.leaseName();
+    String holder = request.holder().toString();
+    // One try's worth of patience, as for the acquire itself: the engine does not wait longer.
+    return client
+        .<GetResponse>call(
+            (stub, out) -> stub.get(GetRequest.newBuilder().setKey(key).build(), out), request.timeout())
+        .thenCompose(
+            found -> {
+              for (KeyValue kv : found.getKvsList()) {
+                if (kv.getKey().equals(key)
+                    && kv.getLeaseRequestId() == request.requestId()
+                    && kv.getValue().toStringUtf8().equals(holder)) {
+                  return release(
+                      new Tenure(
+                          request.leaseName(),
+                          request.holder(),
+                          request.requestId(),
+                          kv.getCreateRevision(),
+                          request.ttl()));
+                }
+              }
+              return CompletableFuture.<Void>completedFuture(null);
             });
+  }
+
+  /** Records a tenure; its session stays pinned by it (the pin of the acquire that made it). */
+  private void track(long token, Held h) {
+    Held before = held.put(token, h);
+    if (before != null) {
+      sessions.unpin(before.session()); // a retry got the same tenure: one pin for it
+    }
+  }
+
+  /** Forgets a tenure and unpins its session. */
+  private void drop(long token) {
+    Held h = held.remove(token);
+    if (h != null) {
+      sessions.unpin(h.session());
+    }
   }
 
   /** Every tenure of a session that ended is gone: reports and forgets each. */
@@ -135,6 +207,7 @@ final class CoreLeaseStore implements LeaseStore {
     held.forEach(
         (token, h) -> {
           if (h.session().id == sessionId && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });
@@ -142,7 +215,7 @@ final class CoreLeaseStore implements LeaseStore {
 
   /** A watch reported this tenure gone. */
   void forget(long token) {
-    held.remove(token);
+    drop(token);
   }
 
   /** After a gap in the watch: reports and forgets each tenure whose key is not in {@code current}. */
@@ -154,6 +227,7 @@ final class CoreLeaseStore implements LeaseStore {
     held.forEach(
         (token, h) -> {
           if (!(LeaseWatch.LEASE_PREFIX + h.leaseName()).equals(present.get(token)) && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
@@ -23,8 +24,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The core sessions of one backend, one per TTL, kept alive together: every round sends one
- * keep-alive naming all sessions on one stream, so heartbeat traffic does not grow with the number
- * of leases. A lease's renewal is answered from the latest round the leader confirmed.
+ * keep-alive naming all sessions in use on one stream, so heartbeat traffic does not grow with the
+ * number of leases. A lease's renewal is answered from the latest round the leader confirmed.
+ *
+ * <p><b>Only sessions in use are kept alive.</b> A session is <em>pinned</em> by each tenure the
+ * lease engine believes it holds on it and by each acquire in flight on it; rounds name only
+ * pinned sessions. A record that no holder believes in — an acquire whose answer was lost, or came
+ * after the engine gave up — therefore never keeps its session alive: once nothing the engine
+ * believes in is on the session, the core expires it within its TTL, and the record with it. An
+ * idle session that has not been confirmed within its interval is confirmed again (one round)
+ * before an acquire uses it, so a new tenure's window still counts from a recent keep-alive; one
+ * the core expired meanwhile is replaced by a new grant.
  */
 final class Sessions implements AutoCloseable {
 
@@ -38,6 +48,8 @@ final class Sessions implements AutoCloseable {
     /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
     volatile long confirmedSentAt;
     volatile boolean ended;
+    /** Tenures the engine believes in on this session, plus acquires in flight on it. */
+    final AtomicInteger pins = new AtomicInteger();
     final CompletableFuture<Session> granted = new CompletableFuture<>();
     /** Completes when the next round is answered: true if the session is alive. */
     final AtomicReference<CompletableFuture<Boolean>> nextRound =
@@ -95,6 +107,10 @@ final class Sessions implements AutoCloseable {
    * @return completes when the session is granted
    */
   CompletableFuture<Session> forTtl(Duration ttl) {
+    return session(ttl).granted;
+  }
+
+  private Session session(Duration ttl) {
     // Whole milliseconds, rounded up: the store must never keep a session shorter than the TTL
     // the holder computes its deadline from.
     long ttlMillis = Math.max(1, (ttl.toNanos() + 999_999) / 1_000_000);
@@ -103,7 +119,69 @@ final class Sessions implements AutoCloseable {
     if (s.id == 0 && !s.granted.isDone()) {
       grant(s);
     }
-    return s.granted;
+    return s;
+  }
+
+  /**
+   * A live session for {@code ttl}, pinned for the caller (who must {@link #unpin} it when done)
+   * and confirmed alive within its last interval. Fails, unpinned, if the core cannot be reached.
+   */
+  CompletableFuture<Session> pinFresh(Duration ttl) {
+    return pinFresh(ttl, true);
+  }
+
+  private CompletableFuture<Session> pinFresh(Duration ttl, boolean mayRegrant) {
+    Session s = session(ttl);
+    pin(s);
+    return s.granted
+        .handle(
+            (g, error) -> {
+              if (error != null) {
+                unpin(s);
+                return CompletableFuture.<Session>failedFuture(error);
+              }
+              if (!g.ended && g.confirmedSince(ticker.read() - g.intervalNanos)) {
+                return CompletableFuture.completedFuture(g);
+              }
+              // Not kept alive lately (nothing was held on it): one round now, which names it
+              // since it is pinned, so the acquire's tenure counts from a fresh confirmation.
+              CompletableFuture<Boolean> next = g.ended ? CompletableFuture.completedFuture(false) : g.nextRound.get();
+              if (!g.ended) {
+                scheduleRound(0);
+              }
+              return next.handle(
+                      (alive, failure) -> {
+                        if (failure == null && alive) {
+                          return CompletableFuture.completedFuture(g);
+                        }
+                        unpin(g);
+                        if (failure != null) {
+                          return CompletableFuture.<Session>failedFuture(failure);
+                        }
+                        // The core expired it while it was idle: a new session, once.
+                        return mayRegrant
+                            ? pinFresh(ttl, false)
+                            : CompletableFuture.<Session>failedFuture(
+                                new LeaseStoreUnavailableException(
+                                    "the core ended two sessions in a row as they were granted", null));
+                      })
+                  .thenCompose(f -> f);
+            })
+        .thenCompose(f -> f);
+  }
+
+  /** Keeps {@code s} alive on behalf of one more tenure or acquire. */
+  void pin(Session s) {
+    s.pins.incrementAndGet();
+  }
+
+  /** One tenure or acquire less on {@code s}; with none left, the rounds stop naming it. */
+  void unpin(Session s) {
+    int left = s.pins.decrementAndGet();
+    if (left < 0) {
+      s.pins.incrementAndGet();
+      log.warn("session {} unpinned more often than pinned; ignored", s.id);
+    }
   }
 
   private void grant(Session s) {
@@ -169,14 +247,20 @@ final class Sessions implements AutoCloseable {
     }
   }
 
-  /** Sends one keep-alive for every live session, then schedules the next. */
+  /** Sends one keep-alive for every session in use, then schedules the next. */
   private void round() {
-    List<Long> ids = liveIds();
+    List<Long> ids = pinnedIds();
     long interval =
         byTtl.values().stream().mapToLong(s -> s.intervalNanos).min().orElse(Long.MAX_VALUE);
     synchronized (streamLock) {
       nextTick = null;
-      if (closed || ids.isEmpty()) {
+      if (closed || interval == Long.MAX_VALUE) {
+        return; // no session left; the next grant starts the rounds again
+      }
+      if (ids.isEmpty()) {
+        // Nothing held and nothing being acquired: every session lapses. Tick on, cheaply, so
+        // that a session pinned again is named within one interval.
+        nextTick = timers.schedule(this::round, interval);
         return;
       }
       long seq = ++sequence;
@@ -282,6 +366,17 @@ final class Sessions implements AutoCloseable {
     log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
     settle(s, false);
     onSessionEnded.accept(s.id);
+  }
+
+  /** {@return the ids of the sessions granted, not ended, and in use} */
+  private List<Long> pinnedIds() {
+    List<Long> ids = new ArrayList<>();
+    for (Session s : byTtl.values()) {
+      if (s.id > 0 && !s.ended && s.pins.get() > 0) {
+        ids.add(s.id);
+      }
+    }
+    return ids;
   }
 
   /** {@return the ids of the sessions granted and not ended} */
