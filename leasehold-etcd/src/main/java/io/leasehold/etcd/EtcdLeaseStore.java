@@ -25,6 +25,7 @@ import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.ManagedLease;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -33,6 +34,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,6 +50,8 @@ import org.slf4j.LoggerFactory;
  *       its create revision) and acquired afresh.</li>
  *   <li>renew: no traffic of its own: answered from the session's last keep-alive.</li>
  *   <li>release: delete the key if its create revision and value are still this tenure's.</li>
+ *   <li>abandon: read the key; if it is the record of the abandoned request (holder and request
+ *       id), delete it on its create revision.</li>
  *   <li>loss: a watch on the namespace reports a deleted or overwritten key of a held tenure at
  *       once; a keep-alive that finds the session lease gone ends every tenure attached to it.</li>
  * </ul>
@@ -118,10 +122,24 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
           new IllegalStateException("no session for TTL " + request.ttl()));
     }
     long timeout = TimeUnit.SECONDS.toNanos(session.ttlSeconds());
+    // The session is kept alive for this acquire while it is in flight, but no longer than its
+    // holder waits for it: a transaction whose answer is lost must not keep the session alive.
+    session.pin();
+    AtomicBoolean inFlight = new AtomicBoolean(true);
+    Runnable done = () -> {
+      if (inFlight.compareAndSet(true, false)) {
+        session.unpin();
+      }
+    };
+    Scheduler.Cancellable expiry = runtime.timers().schedule(done, request.timeout().toNanos());
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
     return ensureWatch()
-        .thenCombine(session.grant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true, true));
+        .thenCombine(session.freshGrant(timeout), (ready, grant) -> grant)
+        .thenCompose(grant -> acquireWith(request, session, grant, true, true))
+        .whenComplete((answer, error) -> {
+          expiry.cancel();
+          done.run(); // a grant pinned the session for its tenure before this
+        });
   }
 
   private CompletableFuture<AcquireResult> acquireWith(
@@ -177,14 +195,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
     Record r = Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
     if (response.isSucceeded()) {
-      return CompletableFuture.completedFuture(granted(request, grant, record));
+      return CompletableFuture.completedFuture(granted(request, session, grant, record));
     }
     if (r == null || !r.holder().equals(request.holder())) {
       String holder = r != null ? r.holder().toString() : "(unreadable record)";
       return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(holder));
     }
     if (r.requestId() == request.requestId() && record.getLease() == grant.id) {
-      return CompletableFuture.completedFuture(granted(request, grant, record)); // a retry
+      return CompletableFuture.completedFuture(granted(request, session, grant, record)); // a retry
     }
     if (r.requestId() > request.requestId() || !mayReplace) {
       return CompletableFuture.completedFuture(
@@ -195,9 +213,19 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
         .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant));
   }
 
-  private AcquireResult granted(AcquireRequest request, Session.Grant grant, KeyValue record) {
+  private AcquireResult granted(
+      AcquireRequest request, Session session, Session.Grant grant, KeyValue record) {
     long token = record.getCreateRevision();
-    held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
+    // Pinned before the engine sees the grant, so the session is kept alive from the moment the
+    // engine believes in the tenure.
+    session.pin();
+    Held before =
+        held.put(
+            request.leaseName(),
+            new Held(request.holder(), token, grant, runtime.ticker().read(), session));
+    if (before != null) {
+      before.session.unpin();
+    }
     if (grant.dead != null) {
       // The session died between the put and this answer; its death notice may have missed us.
       report(request.leaseName(), request.holder(), token,
@@ -245,8 +273,37 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   public CompletableFuture<Void> release(Tenure tenure) {
     ByteSequence key = bytes(key(tenure.leaseName()));
     ByteSequence value = bytes(Record.encode(tenure.holder(), tenure.requestId()));
-    return deleteIf(key, tenure.token(), value)
-        .thenRun(() -> forget(tenure.leaseName(), tenure.token()));
+    // The engine releases only a tenure it no longer believes in: stop keeping its session alive
+    // for it now, whether or not the delete gets through.
+    forget(tenure.leaseName(), tenure.token());
+    return deleteIf(key, tenure.token(), value);
+  }
+
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    ByteSequence key = bytes(key(request.leaseName()));
+    return kv.get(key)
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(
+                    Session.unavailable("reading " + key(request.leaseName()) + " failed", error));
+              }
+              return response;
+            })
+        .thenCompose(
+            response -> {
+              KeyValue record = response.getKvs().isEmpty() ? null : response.getKvs().get(0);
+              Record r =
+                  record == null ? null : Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
+              if (r == null
+                  || !r.holder().equals(request.holder())
+                  || r.requestId() != request.requestId()) {
+                return CompletableFuture.<Void>completedFuture(null);
+              }
+              forget(request.leaseName(), record.getCreateRevision());
+              return deleteIf(record.getKey(), record.getCreateRevision(), record.getValue());
+            });
   }
 
   /** Deletes {@code key} only if it is still the record with that create revision and value. */
@@ -267,8 +324,12 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             });
   }
 
+  /** Forgets the tenure with {@code token} of {@code leaseName}, if held, and unpins its session. */
   private void forget(String leaseName, long token) {
-    held.computeIfPresent(leaseName, (name, h) -> h.token == token ? null : h);
+    Held h = held.get(leaseName);
+    if (h != null && h.token == token && held.remove(leaseName, h)) {
+      h.session.unpin();
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -451,8 +512,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     return ByteSequence.from(s, StandardCharsets.UTF_8);
   }
 
-  /** A tenure this backend holds. */
-  private record Held(HolderId holder, long token, Session.Grant grant, long since) {}
+  /** A tenure this backend holds; it pins {@code session}. */
+  private record Held(HolderId holder, long token, Session.Grant grant, long since, Session session) {}
 
   /** The value of a lease key: who holds it, and for which acquire call. */
   record Record(HolderId holder, long requestId) {

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +22,13 @@ import org.slf4j.LoggerFactory;
  * The session of one TTL: one etcd lease that every held lease of this backend with that TTL is
  * attached to, kept alive once per heartbeat interval however many leases use it. When the etcd
  * lease is gone (expired or revoked in the store), a new one is granted for the next acquire.
+ *
+ * <p><b>Kept alive only while in use.</b> The session is <em>pinned</em> by each tenure the lease
+ * engine believes it holds on it and by each acquire in flight; without a pin the periodic
+ * keep-alive sends nothing and the etcd lease lapses within its TTL, taking along any key that no
+ * holder believes in (an acquire whose answer was lost or came after the engine gave up). An
+ * acquire on an idle etcd lease first keeps it alive once, so the new tenure's window counts from
+ * a recent keep-alive; one that expired meanwhile is replaced by a new grant.
  *
  * <p>Keep-alives run on the backend's timer thread, and their send times are read from its ticker,
  * so a holder's deadline counts from when a successful keep-alive was <em>sent</em>. A failed
@@ -40,6 +48,8 @@ final class Session {
   private final LeaseRuntime runtime;
   private final DeathListener onDeath;
   private final Object lock = new Object();
+  /** Tenures the engine believes in on this session, plus acquires in flight. */
+  private final AtomicInteger pins = new AtomicInteger();
 
   // Guarded by lock.
   private long intervalNanos;
@@ -133,6 +143,52 @@ final class Session {
     return pending;
   }
 
+  /**
+   * The grant an acquire should attach its key to: like {@link #grant}, but one that was not kept
+   * alive within the last heartbeat interval (nothing was held on it) is kept alive once first.
+   * The caller has pinned the session.
+   */
+  CompletableFuture<Grant> freshGrant(long timeoutNanos) {
+    return grant(timeoutNanos)
+        .thenCompose(
+            g -> {
+              long interval;
+              synchronized (lock) {
+                interval = intervalNanos;
+              }
+              if (runtime.ticker().read() - g.lastOkSentAt < interval) {
+                return CompletableFuture.completedFuture(g);
+              }
+              return nextKeepAlive(g)
+                  .handle(
+                      (sent, error) -> {
+                        if (error == null) {
+                          return CompletableFuture.completedFuture(g);
+                        }
+                        if (g.dead != null) {
+                          return grant(timeoutNanos); // it expired in etcd while idle
+                        }
+                        return CompletableFuture.<Grant>failedFuture(
+                            unavailable("keeping etcd lease " + Long.toHexString(g.id)
+                                + " alive before an acquire failed", error));
+                      })
+                  .thenCompose(f -> f);
+            });
+  }
+
+  /** Keeps the session alive on behalf of one more tenure or acquire. */
+  void pin() {
+    pins.incrementAndGet();
+  }
+
+  /** One tenure or acquire less; with none left, keep-alives stop and the etcd lease lapses. */
+  void unpin() {
+    if (pins.decrementAndGet() < 0) {
+      pins.incrementAndGet();
+      log.warn("the etcd session of {} s was unpinned more often than pinned; ignored", ttlSeconds);
+    }
+  }
+
   /** @return whether {@code grant} became the current grant */
   private boolean settleGrant(CompletableFuture<Grant> pending, Grant grant, Throwable failure) {
     boolean first;
@@ -160,7 +216,10 @@ final class Session {
     return first && grant != null;
   }
 
-  /** The periodic keep-alive of the current grant; schedules the next. Runs on the timer thread. */
+  /**
+   * The periodic keep-alive of the current grant, if anything is pinned on it; schedules the next.
+   * Runs on the timer thread.
+   */
   private void keepAlive() {
     Grant g;
     synchronized (lock) {
@@ -171,7 +230,9 @@ final class Session {
       }
       tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
     }
-    send(g);
+    if (pins.get() > 0) {
+      send(g);
+    }
   }
 
   /**
