@@ -17,8 +17,9 @@ import java.util.Objects;
  * The {@code leasehold://} backend: the Lease contract on the consistent core. All leases of one
  * backend share one connection, one session per TTL and one keep-alive stream; the core's leader
  * measures each session's TTL from the last keep-alive it confirmed, and a holder's local safe
- * deadline counts from when that keep-alive was sent. A session is kept alive only while a tenure
- * the engine believes in, or an acquire in flight, is on it (see {@link Sessions}).
+ * deadline counts from when that keep-alive was sent. A session that may carry a key no holder
+ * believes in is retired: kept alive only while tenures the engine believes in are on it (see
+ * {@link Sessions}).
  */
 public final class CoreBackend implements LeaseBackend {
 

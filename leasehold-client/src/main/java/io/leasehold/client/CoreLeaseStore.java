@@ -27,10 +27,13 @@ import java.util.function.BiConsumer;
  * the lease's TTL. Acquire is a compare-and-set on the key's absence; renewal is the session's
  * shared keep-alive; release deletes the key only if it is still this tenure.
  *
- * <p>Each tenure in {@link #held} pins its session (see {@link Sessions}), and so does each
- * acquire while it is in flight: a session is kept alive only on their account. A tenure leaves
- * {@code held}, and unpins, as soon as the engine releases it (before the core confirms: the
- * engine no longer believes in it) or the core reports it gone.
+ * <p><b>Keys nobody believes in.</b> An acquire whose outcome stays unknown, one answered after its
+ * holder stopped waiting, and a release the core did not confirm may leave a key that no holder
+ * believes it holds; the session it is on is then {@linkplain Sessions#retire retired}, kept alive
+ * only while pinned by the tenures the engine believes in on it ({@link #held}) and by acquires in
+ * flight, so the key expires with it. A tenure leaves {@code held}, and unpins, as soon as the
+ * engine releases it (before the core confirms: the engine no longer believes in it) or the core
+ * reports it gone. {@link #abandon} ends such a key at once when the core can be reached.
  */
 final class CoreLeaseStore implements LeaseStore {
 
@@ -54,15 +57,16 @@ final class CoreLeaseStore implements LeaseStore {
     // The engine stops waiting after request.timeout(): so does the client, rather than retry on
     // other nodes and make a grant that nobody would know of.
     long deadline = System.nanoTime() + request.timeout().toNanos();
-    return sessions.pinFresh(request.ttl()).thenCompose(s -> acquireIn(s, request, deadline, true));
+    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, deadline, true));
   }
 
-  /** Sends the acquire on {@code session}, which is pinned for it; the pin goes to the tenure. */
+  /** Sends the acquire on {@code session}, pinned while in flight; a grant's tenure pins it then. */
   private CompletableFuture<AcquireResult> acquireIn(
       Sessions.Session session, AcquireRequest request, long deadline, boolean mayRegrant) {
     // The key lives as long as the session: from the send time of its latest confirmed
     // keep-alive, read before the request goes out.
     long validFrom = session.confirmedSentAt;
+    sessions.pin(session);
     io.leasehold.core.proto.AcquireRequest call =
         io.leasehold.core.proto.AcquireRequest.newBuilder()
             .setCall(client.newCall())
@@ -85,13 +89,16 @@ final class CoreLeaseStore implements LeaseStore {
         .handle(
             (response, error) -> {
               if (error != null) {
-                // Outcome unknown: the key may exist, but nothing keeps the session alive for it.
                 sessions.unpin(session);
+                if (!CoreClient.isSessionNotFound(error) && !isRefusal(error)) {
+                  // Outcome unknown: a key may exist that nobody will believe in.
+                  sessions.retire(session);
+                }
                 if (mayRegrant && CoreClient.isSessionNotFound(error)) {
                   // The session ended under us: a new one, and one more try.
                   sessions.ended(session);
                   return sessions
-                      .pinFresh(request.ttl())
+                      .forTtl(request.ttl())
                       .thenCompose(s -> acquireIn(s, request, deadline, false));
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(unwrap(error));
@@ -104,6 +111,11 @@ final class CoreLeaseStore implements LeaseStore {
               // Registered (and its session pinned) before the engine sees the grant, so that
               // the session is kept alive from the moment the engine believes in the tenure.
               track(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              if (System.nanoTime() - deadline > 0) {
+                // Its holder has probably given up on it: should the engine's release of it be
+                // lost, the session must not keep it alive.
+                sessions.retire(session);
+              }
               watch.watchFrom(response.getToken());
               return CompletableFuture.<AcquireResult>completedFuture(
                   new AcquireResult.Acquired(response.getToken(), validFrom));
@@ -148,10 +160,19 @@ final class CoreLeaseStore implements LeaseStore {
             .build();
     // The engine asks to release only a tenure it no longer believes in: stop keeping its
     // session alive for it now, whether or not this call gets through.
-    drop(tenure.token());
+    Held h = drop(tenure.token());
     return client
         .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
-        .thenApply(response -> null);
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                if (h != null) {
+                  sessions.retire(h.session()); // the key may outlive the release: let it lapse
+                }
+                throw new CompletionException(unwrap(error));
+              }
+              return null;
+            });
   }
 
   /**
@@ -194,12 +215,19 @@ final class CoreLeaseStore implements LeaseStore {
     }
   }
 
-  /** Forgets a tenure and unpins its session. */
-  private void drop(long token) {
+  /** Forgets a tenure and unpins its session; returns what it was, if held. */
+  private Held drop(long token) {
     Held h = held.remove(token);
     if (h != null) {
       sessions.unpin(h.session());
     }
+    return h;
+  }
+
+  /** A definite refusal (bad argument, no permission): nothing was written. */
+  private static boolean isRefusal(Throwable error) {
+    return unwrap(error) instanceof io.leasehold.LeaseException le
+        && le.code() == io.leasehold.LeaseException.Code.PROTOCOL;
   }
 
   /** Every tenure of a session that ended is gone: reports and forgets each. */

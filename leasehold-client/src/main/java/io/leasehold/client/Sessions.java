@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -24,17 +25,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The core sessions of one backend, one per TTL, kept alive together: every round sends one
- * keep-alive naming all sessions in use on one stream, so heartbeat traffic does not grow with the
- * number of leases. A lease's renewal is answered from the latest round the leader confirmed.
+ * keep-alive naming all sessions on one stream, so heartbeat traffic does not grow with the number
+ * of leases. A lease's renewal is answered from the latest round the leader confirmed.
  *
- * <p><b>Only sessions in use are kept alive.</b> A session is <em>pinned</em> by each tenure the
- * lease engine believes it holds on it and by each acquire in flight on it; rounds name only
- * pinned sessions. A record that no holder believes in — an acquire whose answer was lost, or came
- * after the engine gave up — therefore never keeps its session alive: once nothing the engine
- * believes in is on the session, the core expires it within its TTL, and the record with it. An
- * idle session that has not been confirmed within its interval is confirmed again (one round)
- * before an acquire uses it, so a new tenure's window still counts from a recent keep-alive; one
- * the core expired meanwhile is replaced by a new grant.
+ * <p><b>Retired sessions.</b> A session may come to carry a key that no holder believes in: an
+ * acquire on it whose outcome stayed unknown or whose answer came after its holder gave up, or a
+ * release that was not confirmed. Such a session is {@linkplain #retire retired}: new acquires of
+ * its TTL get a new session, and it is kept alive only while it is <em>pinned</em> — by a tenure
+ * the lease engine believes it holds on it, or an acquire still in flight on it. Once nothing
+ * pins it, the rounds stop naming it and the core expires it within its TTL, together with the
+ * key nobody believes in. A session that never had such a doubt is kept alive as long as the
+ * backend lives, so an acquire never waits for a new session or a keep-alive.
  */
 final class Sessions implements AutoCloseable {
 
@@ -48,6 +49,8 @@ final class Sessions implements AutoCloseable {
     /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
     volatile long confirmedSentAt;
     volatile boolean ended;
+    /** No new acquires on it; kept alive only while pinned. */
+    volatile boolean retired;
     /** Tenures the engine believes in on this session, plus acquires in flight on it. */
     final AtomicInteger pins = new AtomicInteger();
     final CompletableFuture<Session> granted = new CompletableFuture<>();
@@ -71,7 +74,10 @@ final class Sessions implements AutoCloseable {
   private final Scheduler timers;
   private final String owner;
   private final LongConsumer onSessionEnded;
+  /** The session new acquires of each TTL use. */
   private final Map<Long, Session> byTtl = new ConcurrentHashMap<>();
+  /** Retired sessions still pinned, or not yet found unpinned by a round. */
+  private final Set<Session> retired = ConcurrentHashMap.newKeySet();
   private final Map<Long, Long> sentAtBySequence = new ConcurrentHashMap<>();
   private final Object streamLock = new Object();
   private StreamObserver<KeepAliveRequest> stream;
@@ -107,81 +113,49 @@ final class Sessions implements AutoCloseable {
    * @return completes when the session is granted
    */
   CompletableFuture<Session> forTtl(Duration ttl) {
-    return session(ttl).granted;
-  }
-
-  private Session session(Duration ttl) {
     // Whole milliseconds, rounded up: the store must never keep a session shorter than the TTL
     // the holder computes its deadline from.
     long ttlMillis = Math.max(1, (ttl.toNanos() + 999_999) / 1_000_000);
     Session s =
-        byTtl.compute(ttlMillis, (k, existing) -> existing != null && !existing.ended ? existing : new Session(k));
+        byTtl.compute(
+            ttlMillis,
+            (k, existing) -> existing != null && !existing.ended && !existing.retired ? existing : new Session(k));
     if (s.id == 0 && !s.granted.isDone()) {
       grant(s);
     }
-    return s;
+    return s.granted;
   }
 
-  /**
-   * A live session for {@code ttl}, pinned for the caller (who must {@link #unpin} it when done)
-   * and confirmed alive within its last interval. Fails, unpinned, if the core cannot be reached.
-   */
-  CompletableFuture<Session> pinFresh(Duration ttl) {
-    return pinFresh(ttl, true);
-  }
-
-  private CompletableFuture<Session> pinFresh(Duration ttl, boolean mayRegrant) {
-    Session s = session(ttl);
-    pin(s);
-    return s.granted
-        .handle(
-            (g, error) -> {
-              if (error != null) {
-                unpin(s);
-                return CompletableFuture.<Session>failedFuture(error);
-              }
-              if (!g.ended && g.confirmedSince(ticker.read() - g.intervalNanos)) {
-                return CompletableFuture.completedFuture(g);
-              }
-              // Not kept alive lately (nothing was held on it): one round now, which names it
-              // since it is pinned, so the acquire's tenure counts from a fresh confirmation.
-              CompletableFuture<Boolean> next = g.ended ? CompletableFuture.completedFuture(false) : g.nextRound.get();
-              if (!g.ended) {
-                scheduleRound(0);
-              }
-              return next.handle(
-                      (alive, failure) -> {
-                        if (failure == null && alive) {
-                          return CompletableFuture.completedFuture(g);
-                        }
-                        unpin(g);
-                        if (failure != null) {
-                          return CompletableFuture.<Session>failedFuture(failure);
-                        }
-                        // The core expired it while it was idle: a new session, once.
-                        return mayRegrant
-                            ? pinFresh(ttl, false)
-                            : CompletableFuture.<Session>failedFuture(
-                                new LeaseStoreUnavailableException(
-                                    "the core ended two sessions in a row as they were granted", null));
-                      })
-                  .thenCompose(f -> f);
-            })
-        .thenCompose(f -> f);
-  }
-
-  /** Keeps {@code s} alive on behalf of one more tenure or acquire. */
+  /** Keeps {@code s} alive, should it be retired, on behalf of one more tenure or acquire. */
   void pin(Session s) {
     s.pins.incrementAndGet();
   }
 
-  /** One tenure or acquire less on {@code s}; with none left, the rounds stop naming it. */
+  /** One tenure or acquire less on {@code s}; a retired session with none left lapses. */
   void unpin(Session s) {
-    int left = s.pins.decrementAndGet();
-    if (left < 0) {
+    if (s.pins.decrementAndGet() < 0) {
       s.pins.incrementAndGet();
       log.warn("session {} unpinned more often than pinned; ignored", s.id);
     }
+  }
+
+  /**
+   * {@code s} may carry a key that no holder believes in: no new acquire uses it, and it is kept
+   * alive only while pinned, so that such a key expires with it.
+   */
+  void retire(Session s) {
+    synchronized (s) {
+      if (s.retired || s.ended) {
+        return;
+      }
+      s.retired = true;
+    }
+    retired.add(s);
+    byTtl.remove(s.ttlMillis, s);
+    log.info(
+        "session {} may hold a key no holder knows of (an acquire's outcome is unknown or a release"
+            + " unconfirmed); new acquires use a new session, and it lapses once nothing held is on it",
+        s.id);
   }
 
   private void grant(Session s) {
@@ -247,20 +221,27 @@ final class Sessions implements AutoCloseable {
     }
   }
 
-  /** Sends one keep-alive for every session in use, then schedules the next. */
+  /** Sends one keep-alive for every session to keep alive, then schedules the next. */
   private void round() {
-    List<Long> ids = pinnedIds();
-    long interval =
-        byTtl.values().stream().mapToLong(s -> s.intervalNanos).min().orElse(Long.MAX_VALUE);
+    List<Long> ids = new ArrayList<>();
+    long interval = Long.MAX_VALUE;
+    for (Session s : byTtl.values()) {
+      interval = Math.min(interval, s.intervalNanos);
+      if (s.id > 0 && !s.ended) {
+        ids.add(s.id);
+      }
+    }
+    for (Session s : retired) {
+      if (s.ended || s.pins.get() <= 0) {
+        retired.remove(s); // nothing believed on it any more: it lapses in the core
+      } else {
+        interval = Math.min(interval, s.intervalNanos);
+        ids.add(s.id);
+      }
+    }
     synchronized (streamLock) {
       nextTick = null;
-      if (closed || interval == Long.MAX_VALUE) {
-        return; // no session left; the next grant starts the rounds again
-      }
-      if (ids.isEmpty()) {
-        // Nothing held and nothing being acquired: every session lapses. Tick on, cheaply, so
-        // that a session pinned again is named within one interval.
-        nextTick = timers.schedule(this::round, interval);
+      if (closed || ids.isEmpty()) {
         return;
       }
       long seq = ++sequence;
@@ -310,7 +291,7 @@ final class Sessions implements AutoCloseable {
       }
       // Older rounds still unanswered will not be: this stream answers in order.
       sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
-      for (Session s : byTtl.values()) {
+      for (Session s : all()) {
         if (response.getAliveList().contains(s.id)) {
           if (sentAt - s.confirmedSentAt > 0) {
             s.confirmedSentAt = sentAt;
@@ -347,7 +328,7 @@ final class Sessions implements AutoCloseable {
       client.failOver();
       LeaseStoreUnavailableException failure =
           new LeaseStoreUnavailableException("keep-alive not confirmed: " + (t == null ? "stream closed" : t.getMessage()), t);
-      for (Session s : byTtl.values()) {
+      for (Session s : all()) {
         s.nextRound.getAndSet(new CompletableFuture<>()).completeExceptionally(failure);
       }
     }
@@ -363,31 +344,28 @@ final class Sessions implements AutoCloseable {
     }
     s.ended = true;
     byTtl.remove(s.ttlMillis, s);
+    retired.remove(s);
     log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
     settle(s, false);
     onSessionEnded.accept(s.id);
   }
 
-  /** {@return the ids of the sessions granted, not ended, and in use} */
-  private List<Long> pinnedIds() {
+  /** {@return the ids of the sessions granted and not ended, retired ones still kept included} */
+  List<Long> liveIds() {
     List<Long> ids = new ArrayList<>();
-    for (Session s : byTtl.values()) {
-      if (s.id > 0 && !s.ended && s.pins.get() > 0) {
+    for (Session s : all()) {
+      if (s.id > 0 && !s.ended) {
         ids.add(s.id);
       }
     }
     return ids;
   }
 
-  /** {@return the ids of the sessions granted and not ended} */
-  List<Long> liveIds() {
-    List<Long> ids = new ArrayList<>();
-    for (Session s : byTtl.values()) {
-      if (s.id > 0 && !s.ended) {
-        ids.add(s.id);
-      }
-    }
-    return ids;
+  /** The sessions in use and the retired ones still kept; a round's worth, not a hot path. */
+  private List<Session> all() {
+    List<Session> all = new ArrayList<>(byTtl.values());
+    all.addAll(retired);
+    return all;
   }
 
   /** The core said this session is gone (a call named it unknown). */
@@ -401,7 +379,7 @@ final class Sessions implements AutoCloseable {
    */
   void revokeAll(Duration atMost) {
     List<CompletableFuture<RevokeResponse>> revokes = new ArrayList<>();
-    for (Session s : byTtl.values()) {
+    for (Session s : all()) {
       if (s.id > 0 && !s.ended) {
         RevokeRequest revoke = RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).build();
         revokes.add(client.<RevokeResponse>call((stub, out) -> stub.revoke(revoke, out)));

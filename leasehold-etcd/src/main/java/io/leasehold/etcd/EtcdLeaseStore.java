@@ -122,24 +122,66 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
           new IllegalStateException("no session for TTL " + request.ttl()));
     }
     long timeout = TimeUnit.SECONDS.toNanos(session.ttlSeconds());
-    // The session is kept alive for this acquire while it is in flight, but no longer than its
-    // holder waits for it: a transaction whose answer is lost must not keep the session alive.
-    session.pin();
-    AtomicBoolean inFlight = new AtomicBoolean(true);
-    Runnable done = () -> {
-      if (inFlight.compareAndSet(true, false)) {
-        session.unpin();
-      }
-    };
-    Scheduler.Cancellable expiry = runtime.timers().schedule(done, request.timeout().toNanos());
+    InFlight inFlight = new InFlight(session);
+    // The holder stops waiting after request.timeout(): from then on the outcome is unknown to
+    // it, so the grant the transaction is on may carry a key nobody believes in.
+    Scheduler.Cancellable gaveUp =
+        runtime.timers().schedule(() -> inFlight.end(true), request.timeout().toNanos());
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
     return ensureWatch()
-        .thenCombine(session.freshGrant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true, true))
-        .whenComplete((answer, error) -> {
-          expiry.cancel();
-          done.run(); // a grant pinned the session for its tenure before this
-        });
+        .thenCombine(session.grant(timeout), (ready, grant) -> grant)
+        .thenCompose(grant -> acquireWith(request, session, grant, true, true, inFlight))
+        .whenComplete(
+            (answer, error) -> {
+              gaveUp.cancel();
+              // A grant's tenure pinned its grant before this. A failure other than a refusal
+              // leaves the outcome unknown.
+              inFlight.end(error != null && !(Session.unwrap(error) instanceof IllegalStateException));
+            });
+  }
+
+  /**
+   * One acquire while its transaction is in flight: it pins the grant the transaction is on, so
+   * that a retired grant stays alive for it, until the answer or until its holder stops waiting.
+   */
+  private static final class InFlight {
+    private final Session session;
+    private Session.Grant on; // guarded by this
+    private boolean ended; // guarded by this
+
+    InFlight(Session session) {
+      this.session = session;
+    }
+
+    /** The transaction goes out on {@code grant}. */
+    synchronized void on(Session.Grant grant) {
+      if (ended || on == grant) {
+        return;
+      }
+      grant.pin();
+      if (on != null) {
+        on.unpin();
+      }
+      on = grant;
+    }
+
+    /** The answer came, or the holder stopped waiting; with {@code doubt}, retires the grant. */
+    void end(boolean doubt) {
+      Session.Grant g;
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
+        ended = true;
+        g = on;
+      }
+      if (g != null) {
+        g.unpin();
+        if (doubt) {
+          session.retire(g);
+        }
+      }
+    }
   }
 
   private CompletableFuture<AcquireResult> acquireWith(
@@ -147,7 +189,9 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session session,
       Session.Grant grant,
       boolean mayReplace,
-      boolean mayRegrant) {
+      boolean mayRegrant,
+      InFlight inFlight) {
+    inFlight.on(grant);
     ByteSequence key = bytes(key(request.leaseName()));
     ByteSequence value = bytes(Record.encode(request.holder(), request.requestId()));
     return kv.txn()
@@ -168,14 +212,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                     // session lease and one more try answer this acquire definitely.
                     return session
                         .grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds()))
-                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false));
+                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false, inFlight));
                   }
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(
                     Session.unavailable(
                         "the acquire transaction for '" + request.leaseName() + "' failed", error));
               }
-              return answer(request, session, grant, response, mayReplace, mayRegrant);
+              return answer(request, session, grant, response, mayReplace, mayRegrant, inFlight);
             })
         .thenCompose(f -> f);
   }
@@ -186,7 +230,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session.Grant grant,
       TxnResponse response,
       boolean mayReplace,
-      boolean mayRegrant) {
+      boolean mayRegrant,
+      InFlight inFlight) {
     KeyValue record = firstKv(response);
     if (record == null) {
       return CompletableFuture.failedFuture(new LeaseException(LeaseException.Code.PROTOCOL,
@@ -195,14 +240,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
     Record r = Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
     if (response.isSucceeded()) {
-      return CompletableFuture.completedFuture(granted(request, session, grant, record));
+      return CompletableFuture.completedFuture(granted(request, grant, record));
     }
     if (r == null || !r.holder().equals(request.holder())) {
       String holder = r != null ? r.holder().toString() : "(unreadable record)";
       return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(holder));
     }
     if (r.requestId() == request.requestId() && record.getLease() == grant.id) {
-      return CompletableFuture.completedFuture(granted(request, session, grant, record)); // a retry
+      return CompletableFuture.completedFuture(granted(request, grant, record)); // a retry
     }
     if (r.requestId() > request.requestId() || !mayReplace) {
       return CompletableFuture.completedFuture(
@@ -210,21 +255,18 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
     // A tenure this holder gave up on: end it on its create revision, then acquire afresh.
     return deleteIf(record.getKey(), record.getCreateRevision(), record.getValue())
-        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant));
+        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant, inFlight));
   }
 
-  private AcquireResult granted(
-      AcquireRequest request, Session session, Session.Grant grant, KeyValue record) {
+  private AcquireResult granted(AcquireRequest request, Session.Grant grant, KeyValue record) {
     long token = record.getCreateRevision();
-    // Pinned before the engine sees the grant, so the session is kept alive from the moment the
-    // engine believes in the tenure.
-    session.pin();
+    // Pinned before the engine sees the grant, so that a retired grant is kept alive from the
+    // moment the engine believes in the tenure.
+    grant.pin();
     Held before =
-        held.put(
-            request.leaseName(),
-            new Held(request.holder(), token, grant, runtime.ticker().read(), session));
+        held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
     if (before != null) {
-      before.session.unpin();
+      before.grant.unpin();
     }
     if (grant.dead != null) {
       // The session died between the put and this answer; its death notice may have missed us.
@@ -273,10 +315,17 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   public CompletableFuture<Void> release(Tenure tenure) {
     ByteSequence key = bytes(key(tenure.leaseName()));
     ByteSequence value = bytes(Record.encode(tenure.holder(), tenure.requestId()));
-    // The engine releases only a tenure it no longer believes in: stop keeping its session alive
+    // The engine releases only a tenure it no longer believes in: stop keeping its grant alive
     // for it now, whether or not the delete gets through.
-    forget(tenure.leaseName(), tenure.token());
-    return deleteIf(key, tenure.token(), value);
+    Held h = forget(tenure.leaseName(), tenure.token());
+    return deleteIf(key, tenure.token(), value)
+        .whenComplete(
+            (ok, error) -> {
+              Session session = sessions.get(ttlSeconds(tenure.ttl()));
+              if (error != null && h != null && session != null) {
+                session.retire(h.grant); // the key may outlive the release: let the grant lapse
+              }
+            });
   }
 
   @Override
@@ -324,12 +373,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             });
   }
 
-  /** Forgets the tenure with {@code token} of {@code leaseName}, if held, and unpins its session. */
-  private void forget(String leaseName, long token) {
+  /** Forgets the tenure with {@code token} of {@code leaseName}, if held, and unpins its grant. */
+  private Held forget(String leaseName, long token) {
     Held h = held.get(leaseName);
     if (h != null && h.token == token && held.remove(leaseName, h)) {
-      h.session.unpin();
+      h.grant.unpin();
+      return h;
     }
+    return null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -485,8 +536,10 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       }
     }
     for (Session s : sessions.values()) {
-      Session.Grant g = s.close();
-      if (g != null && revoke) {
+      for (Session.Grant g : s.close()) {
+        if (!revoke) {
+          continue;
+        }
         try {
           client.getLeaseClient().revoke(g.id).get(wait.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
@@ -512,8 +565,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     return ByteSequence.from(s, StandardCharsets.UTF_8);
   }
 
-  /** A tenure this backend holds; it pins {@code session}. */
-  private record Held(HolderId holder, long token, Session.Grant grant, long since, Session session) {}
+  /** A tenure this backend holds; it pins its grant. */
+  private record Held(HolderId holder, long token, Session.Grant grant, long since) {}
 
   /** The value of a lease key: who holds it, and for which acquire call. */
   record Record(HolderId holder, long requestId) {

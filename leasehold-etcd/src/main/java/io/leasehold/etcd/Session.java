@@ -9,6 +9,8 @@ import io.leasehold.LeaseTimeoutException;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -23,12 +25,13 @@ import org.slf4j.LoggerFactory;
  * attached to, kept alive once per heartbeat interval however many leases use it. When the etcd
  * lease is gone (expired or revoked in the store), a new one is granted for the next acquire.
  *
- * <p><b>Kept alive only while in use.</b> The session is <em>pinned</em> by each tenure the lease
- * engine believes it holds on it and by each acquire in flight; without a pin the periodic
- * keep-alive sends nothing and the etcd lease lapses within its TTL, taking along any key that no
- * holder believes in (an acquire whose answer was lost or came after the engine gave up). An
- * acquire on an idle etcd lease first keeps it alive once, so the new tenure's window counts from
- * a recent keep-alive; one that expired meanwhile is replaced by a new grant.
+ * <p><b>Retired grants.</b> A grant may come to carry a key that no holder believes in: a
+ * transaction on it whose outcome stayed unknown or was answered after its holder gave up, or a
+ * release that was not confirmed. Such a grant is {@linkplain #retire retired}: the next acquire
+ * gets a new grant, and the retired one is kept alive only while it is <em>pinned</em> — by a
+ * tenure the lease engine believes it holds on it, or an acquire still in flight on it. Once
+ * nothing pins it, it lapses in etcd within its TTL, together with the key nobody believes in. A
+ * grant that never had such a doubt is kept alive as long as the backend lives.
  *
  * <p>Keep-alives run on the backend's timer thread, and their send times are read from its ticker,
  * so a holder's deadline counts from when a successful keep-alive was <em>sent</em>. A failed
@@ -48,13 +51,13 @@ final class Session {
   private final LeaseRuntime runtime;
   private final DeathListener onDeath;
   private final Object lock = new Object();
-  /** Tenures the engine believes in on this session, plus acquires in flight. */
-  private final AtomicInteger pins = new AtomicInteger();
 
   // Guarded by lock.
   private long intervalNanos;
   private long timeoutNanos;
   private Grant current;
+  /** Retired grants still kept alive for the tenures on them. */
+  private final List<Grant> retired = new ArrayList<>();
   private CompletableFuture<Grant> granting;
   private Scheduler.Cancellable tick = Scheduler.Cancellable.NONE;
   private boolean closed;
@@ -144,49 +147,26 @@ final class Session {
   }
 
   /**
-   * The grant an acquire should attach its key to: like {@link #grant}, but one that was not kept
-   * alive within the last heartbeat interval (nothing was held on it) is kept alive once first.
-   * The caller has pinned the session.
+   * {@code g} may carry a key that no holder believes in: the next acquire gets a new grant, and
+   * {@code g} is kept alive only while pinned, so that such a key expires with it.
    */
-  CompletableFuture<Grant> freshGrant(long timeoutNanos) {
-    return grant(timeoutNanos)
-        .thenCompose(
-            g -> {
-              long interval;
-              synchronized (lock) {
-                interval = intervalNanos;
-              }
-              if (runtime.ticker().read() - g.lastOkSentAt < interval) {
-                return CompletableFuture.completedFuture(g);
-              }
-              return nextKeepAlive(g)
-                  .handle(
-                      (sent, error) -> {
-                        if (error == null) {
-                          return CompletableFuture.completedFuture(g);
-                        }
-                        if (g.dead != null) {
-                          return grant(timeoutNanos); // it expired in etcd while idle
-                        }
-                        return CompletableFuture.<Grant>failedFuture(
-                            unavailable("keeping etcd lease " + Long.toHexString(g.id)
-                                + " alive before an acquire failed", error));
-                      })
-                  .thenCompose(f -> f);
-            });
-  }
-
-  /** Keeps the session alive on behalf of one more tenure or acquire. */
-  void pin() {
-    pins.incrementAndGet();
-  }
-
-  /** One tenure or acquire less; with none left, keep-alives stop and the etcd lease lapses. */
-  void unpin() {
-    if (pins.decrementAndGet() < 0) {
-      pins.incrementAndGet();
-      log.warn("the etcd session of {} s was unpinned more often than pinned; ignored", ttlSeconds);
+  void retire(Grant g) {
+    synchronized (lock) {
+      if (g.retired || g.dead != null || closed) {
+        return;
+      }
+      g.retired = true;
+      if (current == g) {
+        current = null;
+      }
+      retired.add(g);
+      if (tick == Scheduler.Cancellable.NONE) {
+        tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
+      }
     }
+    log.info("etcd lease {} may hold a key no holder knows of (an acquire's outcome is unknown or a"
+        + " release unconfirmed); the next acquire gets a new one, and it lapses once nothing held"
+        + " is on it", Long.toHexString(g.id));
   }
 
   /** @return whether {@code grant} became the current grant */
@@ -217,22 +197,25 @@ final class Session {
   }
 
   /**
-   * The periodic keep-alive of the current grant, if anything is pinned on it; schedules the next.
-   * Runs on the timer thread.
+   * The periodic keep-alive of the current grant and of the retired ones still pinned; schedules
+   * the next. Runs on the timer thread.
    */
   private void keepAlive() {
-    Grant g;
+    List<Grant> due = new ArrayList<>(1);
     synchronized (lock) {
-      g = current;
-      if (closed || g == null) {
+      // A retired grant nothing pins any more is let go: it lapses in etcd.
+      retired.removeIf(r -> r.dead != null || r.pins.get() <= 0);
+      if (closed || (current == null && retired.isEmpty())) {
         tick = Scheduler.Cancellable.NONE;
         return;
       }
+      if (current != null) {
+        due.add(current);
+      }
+      due.addAll(retired);
       tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
     }
-    if (pins.get() > 0) {
-      send(g);
-    }
+    due.forEach(this::send);
   }
 
   /**
@@ -345,14 +328,18 @@ final class Session {
     onDeath.grantDied(g, reason);
   }
 
-  /** Stops keeping alive; returns the grant to revoke, if any. */
-  Grant close() {
+  /** Stops keeping alive; returns the grants to revoke: the current one and the retired ones. */
+  List<Grant> close() {
     synchronized (lock) {
       closed = true;
       tick.cancel();
-      Grant g = current;
+      List<Grant> all = new ArrayList<>(retired);
+      if (current != null) {
+        all.add(0, current);
+      }
       current = null;
-      return g;
+      retired.clear();
+      return all;
     }
   }
 
@@ -396,6 +383,10 @@ final class Session {
     /** Keep-alives failed since the last success, and the last failure's message. */
     volatile int failures;
     volatile String lastFailure;
+    /** Tenures the engine believes in on this grant, plus acquires in flight on it. */
+    final AtomicInteger pins = new AtomicInteger();
+    /** No new acquires on it; kept alive only while pinned. Guarded by Session.lock. */
+    boolean retired;
     boolean inFlight; // guarded by Session.lock
     /** Completes with the outcome of the keep-alive in flight or the next one; guarded by lock. */
     CompletableFuture<Long> outcome = new CompletableFuture<>();
@@ -403,6 +394,19 @@ final class Session {
     Grant(long id, long sentAt) {
       this.id = id;
       this.lastOkSentAt = sentAt;
+    }
+
+    /** Keeps this grant alive, should it be retired, for one more tenure or acquire. */
+    void pin() {
+      pins.incrementAndGet();
+    }
+
+    /** One tenure or acquire less; a retired grant with none left lapses. */
+    void unpin() {
+      if (pins.decrementAndGet() < 0) {
+        pins.incrementAndGet();
+        log.warn("etcd lease {} unpinned more often than pinned; ignored", Long.toHexString(id));
+      }
     }
   }
 }
