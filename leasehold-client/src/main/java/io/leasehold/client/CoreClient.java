@@ -17,6 +17,7 @@ import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
@@ -88,6 +89,14 @@ public final class CoreClient implements AutoCloseable {
    * @param attemptTimeout how long one node has to answer before the next is tried
    */
   public CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout) {
+    this(endpoints, attemptTimeout, List.of());
+  }
+
+  /**
+   * Connects (lazily) to the given nodes, with extra interceptors on every channel (tests use
+   * them to lose replies on the way back).
+   */
+  CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout, List<ClientInterceptor> extra) {
     if (endpoints.isEmpty()) {
       throw new IllegalArgumentException("at least one node address is needed");
     }
@@ -103,6 +112,7 @@ public final class CoreClient implements AutoCloseable {
       channels[i] =
           NettyChannelBuilder.forAddress(a.getHostString(), a.getPort())
               .usePlaintext()
+              .intercept(extra)
               .intercept(leaderHints(i))
               // Detect a dead connection (a peer gone without a reset) within seconds.
               .keepAliveTime(10, TimeUnit.SECONDS)
@@ -132,21 +142,56 @@ public final class CoreClient implements AutoCloseable {
    */
   public <T> CompletableFuture<T> call(BiConsumer<LeaseholdStub, StreamObserver<T>> rpc) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    attempt(rpc, result, 0, null);
+    attempt(rpc, result, 0, null, 0, false);
+    return result;
+  }
+
+  /**
+   * Like {@link #call(BiConsumer)}, but gives up once {@code within} has passed: no node is tried
+   * after it, and the node being tried has only what is left of it. For a caller that stops
+   * waiting then (the lease engine's operation timeout), since a retry nobody waits for can only
+   * make a grant nobody knows about.
+   *
+   * @param rpc the call on a stub
+   * @param within how long the caller waits for the answer
+   * @param <T> the response type
+   * @return the response, or a {@link LeaseException}: a {@link LeaseTimeoutException} when the
+   *     time ran out
+   */
+  public <T> CompletableFuture<T> call(
+      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, Duration within) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    attempt(rpc, result, 0, null, System.nanoTime() + within.toNanos(), true);
     return result;
   }
 
   private <T> void attempt(
-      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, CompletableFuture<T> result, int tried, Throwable last) {
+      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc,
+      CompletableFuture<T> result,
+      int tried,
+      Throwable last,
+      long deadline,
+      boolean bounded) {
     if (tried >= 2 * channels.length) {
       result.completeExceptionally(
           new LeaseStoreUnavailableException(
               "no node of " + describe(endpoints) + " answered: " + describe(last), last));
       return;
     }
+    long timeout = attemptTimeout.toNanos();
+    if (bounded) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        result.completeExceptionally(timedOut(tried, last));
+        return;
+      }
+      timeout = Math.min(timeout, left);
+    }
+    // A node cut short by the caller's deadline did not fail: it just had less time than usual.
+    boolean cutShort = timeout < attemptTimeout.toNanos();
     int node = current.get();
     LeaseholdStub stub =
-        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(attemptTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(timeout, TimeUnit.NANOSECONDS);
     rpc.accept(
         stub,
         new StreamObserver<T>() {
@@ -160,12 +205,14 @@ public final class CoreClient implements AutoCloseable {
           @Override
           public void onError(Throwable t) {
             Status.Code code = Status.fromThrowable(t).getCode();
-            if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
+            if (cutShort && code == Status.Code.DEADLINE_EXCEEDED) {
+              result.completeExceptionally(timedOut(tried + 1, t));
+            } else if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
               log.debug("node {} did not answer ({}); trying the next", describe(endpoints.get(node)), describe(t));
               failedAt.set(node, System.nanoTime());
               current.compareAndSet(node, (node + 1) % channels.length);
-              attempt(rpc, result, tried + 1, t);
+              attempt(rpc, result, tried + 1, t, deadline, bounded);
             } else {
               result.completeExceptionally(refused(t));
             }
@@ -267,6 +314,12 @@ public final class CoreClient implements AutoCloseable {
     for (ManagedChannel c : channels) {
       c.shutdownNow();
     }
+  }
+
+  private LeaseTimeoutException timedOut(int tried, Throwable last) {
+    return new LeaseTimeoutException(
+        "gave up on the call at the caller's deadline after " + tried + " node(s) of "
+            + describe(endpoints) + " tried: " + describe(last), last);
   }
 
   private static LeaseException refused(Throwable t) {

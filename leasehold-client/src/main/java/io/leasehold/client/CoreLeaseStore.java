@@ -3,6 +3,7 @@ package io.leasehold.client;
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
 import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.LeaseTimeoutException;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
@@ -14,6 +15,7 @@ import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Tenure;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -27,6 +29,14 @@ import java.util.function.BiConsumer;
  * shared keep-alive, whose replies also list the tenures of the session an operator revoked (each
  * ends at once here); confirming a tenure (acquire() while holding) reads its key; release deletes
  * the key only if it is still this tenure, or ends the tombstone of this tenure if it was revoked.
+ *
+ * <p><b>Keys nobody believes in.</b> An acquire whose outcome stays unknown, one answered after its
+ * holder stopped waiting, and a release the core did not confirm may leave a key that no holder
+ * believes it holds; the session it is on is then {@linkplain Sessions#retire retired}, kept alive
+ * only while pinned by the tenures the engine believes in on it ({@link #held}) and by acquires in
+ * flight, so the key expires with it. A tenure leaves {@code held}, and unpins, as soon as the
+ * engine releases it (before the core confirms: the engine no longer believes in it) or the core
+ * reports it gone. {@link #abandon} ends such a key at once when the core can be reached.
  */
 final class CoreLeaseStore implements LeaseStore {
 
@@ -54,14 +64,19 @@ final class CoreLeaseStore implements LeaseStore {
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
-    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, true));
+    // The engine stops waiting after request.timeout(): so does the client, rather than retry on
+    // other nodes and make a grant that nobody would know of.
+    long deadline = System.nanoTime() + request.timeout().toNanos();
+    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, deadline, true));
   }
 
+  /** Sends the acquire on {@code session}, pinned while in flight; a grant's tenure pins it then. */
   private CompletableFuture<AcquireResult> acquireIn(
-      Sessions.Session session, AcquireRequest request, boolean mayRegrant) {
+      Sessions.Session session, AcquireRequest request, long deadline, boolean mayRegrant) {
     // The key lives as long as the session: from the send time of its latest confirmed
     // keep-alive, read before the request goes out.
     long validFrom = session.confirmedSentAt;
+    sessions.pin(session);
     io.leasehold.core.proto.AcquireRequest call =
         io.leasehold.core.proto.AcquireRequest.newBuilder()
             .setCall(client.newCall())
@@ -71,25 +86,46 @@ final class CoreLeaseStore implements LeaseStore {
             .setSessionId(session.id)
             .build();
     watch.ensureStarted();
+    long left = deadline - System.nanoTime();
+    if (left <= 0) {
+      sessions.unpin(session);
+      return CompletableFuture.failedFuture(
+          new LeaseTimeoutException(
+              "the acquire of '" + request.leaseName() + "' was not sent: its holder stopped"
+                  + " waiting for it", null));
+    }
     return client
-        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out))
+        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out), Duration.ofNanos(left))
         .handle(
             (response, error) -> {
               if (error != null) {
+                sessions.unpin(session);
+                if (!CoreClient.isSessionNotFound(error) && !isRefusal(error)) {
+                  // Outcome unknown: a key may exist that nobody will believe in.
+                  sessions.retire(session);
+                }
                 if (mayRegrant && CoreClient.isSessionNotFound(error)) {
                   // The session ended under us: a new one, and one more try.
                   sessions.ended(session);
                   return sessions
                       .forTtl(request.ttl())
-                      .thenCompose(s -> acquireIn(s, request, false));
+                      .thenCompose(s -> acquireIn(s, request, deadline, false));
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(unwrap(error));
               }
               if (!response.getAcquired()) {
+                sessions.unpin(session);
                 return CompletableFuture.<AcquireResult>completedFuture(
                     new AcquireResult.HeldElsewhere(response.getHolder()));
               }
-              held.put(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              // Registered (and its session pinned) before the engine sees the grant, so that
+              // the session is kept alive from the moment the engine believes in the tenure.
+              track(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              if (System.nanoTime() - deadline > 0) {
+                // Its holder has probably given up on it: should the engine's release of it be
+                // lost, the session must not keep it alive.
+                sessions.retire(session);
+              }
               watch.watchFrom(response.getToken());
               return CompletableFuture.<AcquireResult>completedFuture(
                   new AcquireResult.Acquired(response.getToken(), validFrom));
@@ -170,6 +206,7 @@ final class CoreLeaseStore implements LeaseStore {
     long token = revoked.getToken();
     Held h = held.get(token);
     if (h != null && h.session().id == revoked.getSessionId() && held.remove(token, h)) {
+      sessions.unpin(h.session());
       revokedTenures.put(token, h.session().id);
       lost.accept(token, h);
       return;
@@ -189,6 +226,9 @@ final class CoreLeaseStore implements LeaseStore {
             .setHolder(tenure.holder().toString())
             .setToken(tenure.token())
             .build();
+    // The engine asks to release only a tenure it no longer believes in: stop keeping its
+    // session alive for it now, whether or not this call gets through.
+    Held h = drop(tenure.token());
     return client
         .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
         .handle(
@@ -197,13 +237,70 @@ final class CoreLeaseStore implements LeaseStore {
                 if (revokedTenures.containsKey(tenure.token())) {
                   unreleased.put(tenure.token(), tenure);
                 }
-                throw error instanceof CompletionException c ? c : new CompletionException(error);
+                if (h != null) {
+                  sessions.retire(h.session()); // the key may outlive the release: let it lapse
+                }
+                throw new CompletionException(unwrap(error));
               }
               revokedTenures.remove(tenure.token());
               unreleased.remove(tenure.token());
-              held.remove(tenure.token());
               return null;
             });
+  }
+
+  /**
+   * Ends the record {@code request} made, if the core has one: found by the holder and request id
+   * stored with the key, released on its create revision. A later acquire of the holder (a greater
+   * request id) or another holder's record never matches.
+   */
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    String key = LeaseWatch.LEASE_PREFIX + request.leaseName();
+    String holder = request.holder().toString();
+    // One try's worth of patience, as for the acquire itself: the engine does not wait longer.
+    return client
+        .<GetResponse>call(
+            (stub, out) -> stub.get(GetRequest.newBuilder().setKey(key).build(), out), request.timeout())
+        .thenCompose(
+            found -> {
+              for (KeyValue kv : found.getKvsList()) {
+                if (kv.getKey().equals(key)
+                    && kv.getLeaseRequestId() == request.requestId()
+                    && kv.getValue().toStringUtf8().equals(holder)) {
+                  return release(
+                      new Tenure(
+                          request.leaseName(),
+                          request.holder(),
+                          request.requestId(),
+                          kv.getCreateRevision(),
+                          request.ttl()));
+                }
+              }
+              return CompletableFuture.<Void>completedFuture(null);
+            });
+  }
+
+  /** Records a tenure; its session stays pinned by it (the pin of the acquire that made it). */
+  private void track(long token, Held h) {
+    Held before = held.put(token, h);
+    if (before != null) {
+      sessions.unpin(before.session()); // a retry got the same tenure: one pin for it
+    }
+  }
+
+  /** Forgets a tenure and unpins its session; returns what it was, if held. */
+  private Held drop(long token) {
+    Held h = held.remove(token);
+    if (h != null) {
+      sessions.unpin(h.session());
+    }
+    return h;
+  }
+
+  /** A definite refusal (bad argument, no permission): nothing was written. */
+  private static boolean isRefusal(Throwable error) {
+    return unwrap(error) instanceof io.leasehold.LeaseException le
+        && le.code() == io.leasehold.LeaseException.Code.PROTOCOL;
   }
 
   /** Every tenure of a session that ended is gone: reports and forgets each. */
@@ -218,6 +315,7 @@ final class CoreLeaseStore implements LeaseStore {
     held.forEach(
         (token, h) -> {
           if (h.session().id == sessionId && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });
@@ -225,7 +323,7 @@ final class CoreLeaseStore implements LeaseStore {
 
   /** A watch reported this tenure gone (revoked, or its session expired). */
   void forget(long token) {
-    Held h = held.remove(token);
+    Held h = drop(token);
     if (h != null) {
       revokedTenures.put(token, h.session().id);
     }
@@ -240,6 +338,7 @@ final class CoreLeaseStore implements LeaseStore {
     held.forEach(
         (token, h) -> {
           if (!(LeaseWatch.LEASE_PREFIX + h.leaseName()).equals(present.get(token)) && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });

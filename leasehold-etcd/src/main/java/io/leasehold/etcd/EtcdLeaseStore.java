@@ -27,6 +27,7 @@ import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.ManagedLease;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -40,6 +41,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,6 +65,8 @@ import org.slf4j.LoggerFactory;
  *   <li>confirm (acquire() while holding): a linearizable read of the record, then renew.</li>
  *   <li>release: one transaction: delete record and guard if the record is still this tenure's,
  *       else delete the guard if it is (the holder of a revoked tenure says it stopped).</li>
+ *   <li>abandon: read the record; if it is that of the abandoned request (holder and request
+ *       id), end it on its create revision.</li>
  *   <li>loss: a watch on the namespace reports a deleted or overwritten key of a held tenure at
  *       once; a keep-alive that finds the session lease gone ends every tenure attached to it.</li>
  * </ul>
@@ -149,10 +153,66 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
           new IllegalStateException("no session for TTL " + request.ttl()));
     }
     long timeout = TimeUnit.SECONDS.toNanos(session.ttlSeconds());
+    InFlight inFlight = new InFlight(session);
+    // The holder stops waiting after request.timeout(): from then on the outcome is unknown to
+    // it, so the grant the transaction is on may carry a key nobody believes in.
+    Scheduler.Cancellable gaveUp =
+        runtime.timers().schedule(() -> inFlight.end(true), request.timeout().toNanos());
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
     return ensureWatch()
         .thenCombine(session.grant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true, true));
+        .thenCompose(grant -> acquireWith(request, session, grant, true, true, inFlight))
+        .whenComplete(
+            (answer, error) -> {
+              gaveUp.cancel();
+              // A grant's tenure pinned its grant before this. A failure other than a refusal
+              // leaves the outcome unknown.
+              inFlight.end(error != null && !(Session.unwrap(error) instanceof IllegalStateException));
+            });
+  }
+
+  /**
+   * One acquire while its transaction is in flight: it pins the grant the transaction is on, so
+   * that a retired grant stays alive for it, until the answer or until its holder stops waiting.
+   */
+  private static final class InFlight {
+    private final Session session;
+    private Session.Grant on; // guarded by this
+    private boolean ended; // guarded by this
+
+    InFlight(Session session) {
+      this.session = session;
+    }
+
+    /** The transaction goes out on {@code grant}. */
+    synchronized void on(Session.Grant grant) {
+      if (ended || on == grant) {
+        return;
+      }
+      grant.pin();
+      if (on != null) {
+        on.unpin();
+      }
+      on = grant;
+    }
+
+    /** The answer came, or the holder stopped waiting; with {@code doubt}, retires the grant. */
+    void end(boolean doubt) {
+      Session.Grant g;
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
+        ended = true;
+        g = on;
+      }
+      if (g != null) {
+        g.unpin();
+        if (doubt) {
+          session.retire(g);
+        }
+      }
+    }
   }
 
   private CompletableFuture<AcquireResult> acquireWith(
@@ -160,7 +220,9 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session session,
       Session.Grant grant,
       boolean mayReplace,
-      boolean mayRegrant) {
+      boolean mayRegrant,
+      InFlight inFlight) {
+    inFlight.on(grant);
     ByteSequence key = bytes(key(request.leaseName()));
     ByteSequence guard = bytes(guardKey(request.leaseName()));
     ByteSequence value = bytes(Record.encode(request.holder(), request.requestId()));
@@ -183,14 +245,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                     // session lease and one more try answer this acquire definitely.
                     return session
                         .grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds()))
-                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false));
+                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false, inFlight));
                   }
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(
                     Session.unavailable(
                         "the acquire transaction for '" + request.leaseName() + "' failed", error));
               }
-              return answer(request, session, grant, response, mayReplace, mayRegrant);
+              return answer(request, session, grant, response, mayReplace, mayRegrant, inFlight);
             })
         .thenCompose(f -> f);
   }
@@ -201,7 +263,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session.Grant grant,
       TxnResponse response,
       boolean mayReplace,
-      boolean mayRegrant) {
+      boolean mayRegrant,
+      InFlight inFlight) {
     List<GetResponse> gets = response.getGetResponses();
     KeyValue record = kvOf(gets, 0);
     // Without the record, the guard of a revoked tenure whose holder may not have stopped yet.
@@ -235,12 +298,19 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     // A tenure this holder gave up on (or that was revoked and it stopped using): end it on its
     // create revision, then acquire afresh.
     return end(request.leaseName(), found.getCreateRevision(), found.getValue())
-        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant));
+        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant, inFlight));
   }
 
   private AcquireResult granted(AcquireRequest request, Session.Grant grant, KeyValue record) {
     long token = record.getCreateRevision();
-    held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
+    // Pinned before the engine sees the grant, so that a retired grant is kept alive from the
+    // moment the engine believes in the tenure.
+    grant.pin();
+    Held before =
+        held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
+    if (before != null) {
+      before.grant.unpin();
+    }
     startChecking();
     if (grant.dead != null) {
       // The session died between the put and this answer; its death notice may have missed us.
@@ -318,8 +388,44 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   @Override
   public CompletableFuture<Void> release(Tenure tenure) {
     ByteSequence value = bytes(Record.encode(tenure.holder(), tenure.requestId()));
+    // The engine releases only a tenure it no longer believes in: stop keeping its grant alive
+    // for it now, whether or not the delete gets through.
+    Held h = forget(tenure.leaseName(), tenure.token());
     return end(tenure.leaseName(), tenure.token(), value)
-        .thenRun(() -> forget(tenure.leaseName(), tenure.token()));
+        .whenComplete(
+            (ok, error) -> {
+              Session session = sessions.get(ttlSeconds(tenure.ttl()));
+              if (error != null && h != null && session != null) {
+                session.retire(h.grant); // the key may outlive the release: let the grant lapse
+              }
+            });
+  }
+
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    ByteSequence key = bytes(key(request.leaseName()));
+    return kv.get(key)
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(
+                    Session.unavailable("reading " + key(request.leaseName()) + " failed", error));
+              }
+              return response;
+            })
+        .thenCompose(
+            response -> {
+              KeyValue record = response.getKvs().isEmpty() ? null : response.getKvs().get(0);
+              Record r =
+                  record == null ? null : Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
+              if (r == null
+                  || !r.holder().equals(request.holder())
+                  || r.requestId() != request.requestId()) {
+                return CompletableFuture.<Void>completedFuture(null);
+              }
+              forget(request.leaseName(), record.getCreateRevision());
+              return end(request.leaseName(), record.getCreateRevision(), record.getValue());
+            });
   }
 
   /**
@@ -449,8 +555,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     return CompletableFuture.allOf(batches.toArray(CompletableFuture[]::new));
   }
 
-  private void forget(String leaseName, long token) {
-    held.computeIfPresent(leaseName, (name, h) -> h.token == token ? null : h);
+  /** Forgets the tenure with {@code token} of {@code leaseName}, if held, and unpins its grant. */
+  private Held forget(String leaseName, long token) {
+    Held h = held.get(leaseName);
+    if (h != null && h.token == token && held.remove(leaseName, h)) {
+      h.grant.unpin();
+      return h;
+    }
+    return null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -617,8 +729,10 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       }
     }
     for (Session s : sessions.values()) {
-      Session.Grant g = s.close();
-      if (g != null && revoke) {
+      for (Session.Grant g : s.close()) {
+        if (!revoke) {
+          continue;
+        }
         try {
           client.getLeaseClient().revoke(g.id).get(wait.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
@@ -640,7 +754,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     return ByteSequence.from(s, StandardCharsets.UTF_8);
   }
 
-  /** A tenure this backend holds. */
+  /** A tenure this backend holds; it pins its grant. */
   private record Held(HolderId holder, long token, Session.Grant grant, long since) {}
 
   /** The value of a lease key: who holds it, and for which acquire call. */

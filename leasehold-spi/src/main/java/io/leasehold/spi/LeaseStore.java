@@ -31,6 +31,11 @@ public interface LeaseStore {
    *   <li>a record of another holder: answer {@link AcquireResult.HeldElsewhere}.</li>
    * </ul>
    *
+   * <p>A backend should give up on the request once its {@linkplain AcquireRequest#timeout()
+   * timeout} has passed rather than retry it further, and must not keep a record alive on its own
+   * account: a record the holder never learned of (its answer was lost) must end by itself within
+   * one TTL (see {@link #abandon}), so that nobody keeps a name that no holder believes it has.
+   *
    * @param request what to acquire, for whom, and when the request was sent
    * @return the store's answer
    */
@@ -73,4 +78,25 @@ public interface LeaseStore {
    * @return completes once the store answered
    */
   CompletableFuture<Void> release(Tenure tenure);
+
+  /**
+   * The holder gave up on {@code request} for good without learning its outcome (every attempt
+   * timed out or failed, or the lease was closed meanwhile), and will never send it again: if the
+   * store holds a record made by it — the same lease, holder and request id — end it, as {@link
+   * #release} would. Best effort: completes once the store answered, exceptionally if it could not
+   * be reached; the holder does not retry.
+   *
+   * <p>Keying on the request id is what makes this safe: a later acquire of the same holder has a
+   * greater request id and replaces such a record in the store (so an abandon never ends it), and
+   * another holder's record never matches. A backend that cannot look a record up by request id
+   * may rely on expiry instead — that is the default, which does nothing — provided the record
+   * then ends within one TTL: nothing of the backend (a shared session, a keep-alive) may keep it
+   * alive on behalf of a request whose holder never learned it was granted.
+   *
+   * @param request the acquire request given up on
+   * @return completes once the store answered
+   */
+  default CompletableFuture<Void> abandon(AcquireRequest request) {
+    return CompletableFuture.completedFuture(null);
+  }
 }

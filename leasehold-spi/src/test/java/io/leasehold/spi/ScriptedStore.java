@@ -22,6 +22,7 @@ final class ScriptedStore implements LeaseStore {
   final List<Acquire> acquires = new CopyOnWriteArrayList<>();
   final List<Renew> renewals = new CopyOnWriteArrayList<>();
   final List<Release> releases = new CopyOnWriteArrayList<>();
+  final List<AcquireRequest> abandoned = new CopyOnWriteArrayList<>();
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
@@ -51,6 +52,12 @@ final class ScriptedStore implements LeaseStore {
     return call.reply;
   }
 
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    abandoned.add(request);
+    return CompletableFuture.completedFuture(null);
+  }
+
   Acquire lastAcquire() {
     assertThat(acquires).as("acquire calls").isNotEmpty();
     return acquires.get(acquires.size() - 1);
@@ -63,7 +70,11 @@ final class ScriptedStore implements LeaseStore {
 
   /** Grants the last acquire with {@code token}, counting the TTL from the request's send time. */
   void grant(long token) {
-    Acquire call = lastAcquire();
+    grant(lastAcquire(), token);
+  }
+
+  /** Grants {@code call} with {@code token}, counting the TTL from the request's send time. */
+  static void grant(Acquire call, long token) {
     call.reply.complete(new AcquireResult.Acquired(token, call.request.sentAtNanos()));
   }
 }
