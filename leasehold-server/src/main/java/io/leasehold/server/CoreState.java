@@ -71,6 +71,8 @@ final class CoreState {
   static final int SNAPSHOT_FORMAT = 1;
 
   private long revision;
+  /** The greatest session id granted; ids are unique and increase, even within one entry. */
+  private long lastSessionId;
   private final NavigableMap<Long, Session> sessions = new TreeMap<>();
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
   private final Map<ClientKey, Calls> clients = new HashMap<>();
@@ -166,14 +168,18 @@ final class CoreState {
   }
 
   private Applied grant(long index, GrantRequest grant) {
-    sessions.put(index, new Session(index, grant.getOwner(), grant.getTtlMillis(), new TreeSet<>()));
+    // The entry's index when it grants one session (as every entry did before batches); the next
+    // free number when an entry grants several. Deterministic either way.
+    long id = Math.max(lastSessionId + 1, index);
+    lastSessionId = id;
+    sessions.put(id, new Session(id, grant.getOwner(), grant.getTtlMillis(), new TreeSet<>()));
     GrantResponse response =
         GrantResponse.newBuilder()
-            .setSessionId(index)
+            .setSessionId(id)
             .setTtlMillis(grant.getTtlMillis())
             .setRevision(revision)
             .build();
-    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(index, grant.getTtlMillis()));
+    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(id, grant.getTtlMillis()));
   }
 
   private Applied revoke(RevokeRequest revoke, List<Event> events) {
@@ -451,7 +457,8 @@ final class CoreState {
 
   /** Writes the whole state: a header (magic, format number) and the body as one message. */
   synchronized void writeSnapshot(OutputStream out) throws IOException {
-    SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision);
+    SnapshotBody.Builder body =
+        SnapshotBody.newBuilder().setRevision(revision).setLastSessionId(lastSessionId);
     for (Session s : sessions.values()) {
       body.addSessions(
           SessionRecord.newBuilder().setId(s.id()).setOwner(s.owner()).setTtlMillis(s.ttlMillis()));
@@ -508,8 +515,10 @@ final class CoreState {
     keys.clear();
     clients.clear();
     heldLeases = 0;
+    lastSessionId = body.getLastSessionId();
     for (SessionRecord s : body.getSessionsList()) {
       sessions.put(s.getId(), new Session(s.getId(), s.getOwner(), s.getTtlMillis(), new TreeSet<>()));
+      lastSessionId = Math.max(lastSessionId, s.getId());
     }
     for (KeyValue kv : body.getKeysList()) {
       keys.put(kv.getKey(), kv);

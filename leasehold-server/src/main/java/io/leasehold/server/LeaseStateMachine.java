@@ -2,8 +2,10 @@ package io.leasehold.server;
 
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.server.state.BatchReply;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Query;
+import io.leasehold.server.state.Reply;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.File;
@@ -140,17 +142,32 @@ final class LeaseStateMachine extends BaseStateMachine {
   public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
     LogEntryProto entry = trx.getLogEntry();
     long index = entry.getIndex();
-    CoreState.Applied applied;
+    Command command;
     try {
-      Command command =
-          Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
-      applied = state.apply(index, entry.getTerm(), command);
+      command = Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
     } catch (IOException e) {
       // Every replica fails the same entry the same way; nothing was changed.
       log.error("{}: log entry {} is not a command; skipped", getId(), index, e);
       updateLastAppliedTermIndex(entry.getTerm(), index);
       return CompletableFuture.failedFuture(e);
     }
+    Reply reply;
+    if (command.hasBatch()) {
+      BatchReply.Builder replies = BatchReply.newBuilder();
+      for (Command each : command.getBatch().getCommandsList()) {
+        replies.addReplies(apply(index, entry.getTerm(), each));
+      }
+      reply = Reply.newBuilder().setBatch(replies).build();
+    } else {
+      reply = apply(index, entry.getTerm(), command);
+    }
+    updateLastAppliedTermIndex(entry.getTerm(), index);
+    return CompletableFuture.completedFuture(message(reply.toByteArray()));
+  }
+
+  /** Applies one command of an entry and tells the keeper and the watchers what changed. */
+  private Reply apply(long index, long term, Command command) {
+    CoreState.Applied applied = state.apply(index, term, command);
     // The keeper first: a read (a keep-alive) may run as soon as the applied index moves.
     CoreState.Change change = applied.change();
     if (change instanceof CoreState.Change.Granted granted) {
@@ -159,8 +176,7 @@ final class LeaseStateMachine extends BaseStateMachine {
       keeper.ended(ended.sessionId());
     }
     watches.publish(applied.events());
-    updateLastAppliedTermIndex(entry.getTerm(), index);
-    return CompletableFuture.completedFuture(message(applied.reply().toByteArray()));
+    return applied.reply();
   }
 
   @Override

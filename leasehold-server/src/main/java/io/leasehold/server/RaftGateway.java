@@ -9,6 +9,8 @@ import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -36,7 +38,7 @@ import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
  * a queue (at most {@link #MAX_QUEUED}, then it is refused as overload) and is sent as replies come
  * back.
  */
-final class RaftGateway {
+final class RaftGateway implements AutoCloseable {
 
   /** Requests forwarded at once; also the Ratis client's own window, so it never blocks. */
   static final int MAX_FORWARDED = 512;
@@ -54,14 +56,35 @@ final class RaftGateway {
   private final Queue<Runnable> waiting = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
 
+  /** Hands out replies, off Ratis's applying thread and off the gRPC event loops. */
+  private final ExecutorService replies;
+  private final EntryBatcher batcher;
+
   RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
     this.server = server;
     this.groupId = groupId;
     this.client = client;
+    this.replies =
+        Executors.newFixedThreadPool(
+            2,
+            r -> {
+              Thread t = new Thread(r, "leasehold-replies-" + server.getId());
+              t.setDaemon(true);
+              return t;
+            });
+    this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
-  /** Appends {@code command} to the log and completes with its reply once it is applied. */
+  /**
+   * Appends {@code command} to the log, in an entry of its own or together with other writes
+   * ({@link EntryBatcher}), and completes with its reply once it is applied.
+   */
   CompletableFuture<Reply> write(Command command) {
+    return batcher.write(command);
+  }
+
+  /** Appends one entry and completes with its reply once it is applied. */
+  private CompletableFuture<Reply> writeEntry(Command command) {
     return send(message(command.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
         .thenApply(
             reply -> {
@@ -166,6 +189,12 @@ final class RaftGateway {
       queued.decrementAndGet();
       next.run();
     }
+  }
+
+  /** Stops handing out replies; the node is closing. */
+  @Override
+  public void close() {
+    replies.shutdownNow();
   }
 
   private static byte[] content(RaftClientReply reply) {
