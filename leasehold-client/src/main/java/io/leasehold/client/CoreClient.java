@@ -17,6 +17,7 @@ import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
@@ -31,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -74,6 +76,7 @@ public final class CoreClient implements AutoCloseable {
   private final long clientIdHigh = RANDOM.nextLong();
   private final long clientIdLow = RANDOM.nextLong();
   private final AtomicLong calls = new AtomicLong();
+  private final OpBatcher batcher;
 
   /**
    * Connects (lazily) to the given nodes.
@@ -105,6 +108,29 @@ public final class CoreClient implements AutoCloseable {
     }
     // Connect to the first node now rather than on the first call.
     channels[0].getState(true);
+    this.batcher = new OpBatcher(this, 2 * endpoints.size());
+  }
+
+  /**
+   * Sends one write together with the others this client makes at the same time ({@link
+   * OpBatcher}); the answer is the same as the write's unary call would give.
+   *
+   * @param op the write
+   * @param parser the parser of the unary call's response
+   * @param <T> the response type
+   * @return the response, or the exception the unary call would have completed with
+   */
+  public <T> CompletableFuture<T> batched(BatchOp op, com.google.protobuf.Parser<T> parser) {
+    return batcher
+        .submit(op)
+        .thenApply(
+            bytes -> {
+              try {
+                return parser.parseFrom(bytes);
+              } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                throw new CompletionException(refused(e));
+              }
+            });
   }
 
   /** {@return a fresh call id for one logical write; its retries reuse it} */
@@ -258,7 +284,7 @@ public final class CoreClient implements AutoCloseable {
     }
   }
 
-  private static LeaseException refused(Throwable t) {
+  static LeaseException refused(Throwable t) {
     Status status = Status.fromThrowable(t);
     return new LeaseException(
         LeaseException.Code.PROTOCOL,

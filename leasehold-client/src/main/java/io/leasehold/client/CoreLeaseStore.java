@@ -5,6 +5,7 @@ import io.leasehold.LeaseLost;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.spi.AcquireRequest;
@@ -61,7 +62,7 @@ final class CoreLeaseStore implements LeaseStore {
             .build();
     watch.ensureStarted();
     return client
-        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out))
+        .batched(BatchOp.newBuilder().setAcquire(call).build(), AcquireResponse.parser())
         .handle(
             (response, error) -> {
               if (error != null) {
@@ -122,7 +123,7 @@ final class CoreLeaseStore implements LeaseStore {
             .setToken(tenure.token())
             .build();
     return client
-        .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
+        .batched(BatchOp.newBuilder().setRelease(call).build(), ReleaseResponse.parser())
         .thenApply(
             response -> {
               held.remove(tenure.token());

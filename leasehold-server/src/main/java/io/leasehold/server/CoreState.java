@@ -455,8 +455,21 @@ final class CoreState {
 
   // ---- snapshots ----
 
-  /** Writes the whole state: a header (magic, format number) and the body as one message. */
-  synchronized void writeSnapshot(OutputStream out) throws IOException {
+  /**
+   * Writes the whole state: a header (magic, format number) and the body as one message. Only
+   * the copy of the state holds the lock (keys are immutable messages, so it copies references);
+   * serialising and writing do not, so reads and keep-alives are not held up by the disk.
+   */
+  void writeSnapshot(OutputStream out) throws IOException {
+    SnapshotBody body = snapshotBody();
+    DataOutputStream data = new DataOutputStream(out);
+    data.writeInt(SNAPSHOT_MAGIC);
+    data.writeInt(SNAPSHOT_FORMAT);
+    body.writeDelimitedTo(data);
+    data.flush();
+  }
+
+  private synchronized SnapshotBody snapshotBody() {
     SnapshotBody.Builder body =
         SnapshotBody.newBuilder().setRevision(revision).setLastSessionId(lastSessionId);
     for (Session s : sessions.values()) {
@@ -481,11 +494,7 @@ final class CoreState {
               (callId, reply) -> c.addReplies(StoredReply.newBuilder().setCallId(callId).setReply(reply)));
           body.addClients(c);
         });
-    DataOutputStream data = new DataOutputStream(out);
-    data.writeInt(SNAPSHOT_MAGIC);
-    data.writeInt(SNAPSHOT_FORMAT);
-    body.build().writeDelimitedTo(data);
-    data.flush();
+    return body.build();
   }
 
   /** Replaces the whole state with a snapshot's. */

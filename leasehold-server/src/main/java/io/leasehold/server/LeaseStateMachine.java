@@ -9,11 +9,14 @@ import io.leasehold.server.state.Reply;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.File;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.concurrent.CompletableFuture;
 import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
@@ -128,14 +131,26 @@ final class LeaseStateMachine extends BaseStateMachine {
     TermIndex last = getLastAppliedTermIndex();
     File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
     File tmp = new File(file.getParentFile(), file.getName() + ".tmp");
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp.toPath()))) {
+    try (FileOutputStream fileOut = new FileOutputStream(tmp);
+        OutputStream out = new BufferedOutputStream(fileOut)) {
       state.writeSnapshot(out);
+      out.flush();
+      // On disk before Ratis may purge the log entries it replaces.
+      fileOut.getFD().sync();
     }
     Files.move(tmp.toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
+    syncDirectory(file.getParentFile().toPath());
     MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
     storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
     log.info("{}: wrote snapshot {} ({} bytes)", getId(), file.getName(), file.length());
     return last.getIndex();
+  }
+
+  /** Makes a rename in {@code dir} durable (its entry written), as a file's own sync does not. */
+  private static void syncDirectory(java.nio.file.Path dir) throws IOException {
+    try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
+      channel.force(true);
+    }
   }
 
   @Override
