@@ -18,6 +18,7 @@ import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
@@ -32,6 +33,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -81,6 +83,7 @@ public final class CoreClient implements AutoCloseable {
   private final long clientIdHigh = RANDOM.nextLong();
   private final long clientIdLow = RANDOM.nextLong();
   private final AtomicLong calls = new AtomicLong();
+  private final OpBatcher batcher;
 
   /**
    * Connects (lazily) to the given nodes.
@@ -121,7 +124,48 @@ public final class CoreClient implements AutoCloseable {
     }
     // Connect to the first node now rather than on the first call.
     channels[0].getState(true);
+    this.batcher = new OpBatcher(this, 2 * endpoints.size());
   }
+
+  /**
+   * Sends one write together with the others this client makes at the same time ({@link
+   * OpBatcher}); the answer is the same as the write's unary call would give.
+   *
+   * @param op the write
+   * @param parser the parser of the unary call's response
+   * @param <T> the response type
+   * @return the response, or the exception the unary call would have completed with
+   */
+  public <T> CompletableFuture<T> batched(BatchOp op, com.google.protobuf.Parser<T> parser) {
+    return parsed(batcher.submit(op), parser);
+  }
+
+  /**
+   * Like {@link #batched(BatchOp, com.google.protobuf.Parser)}, for a caller that stops waiting
+   * once {@code within} has passed: the write is not sent again after that.
+   *
+   * @param op the write
+   * @param parser the parser of the unary call's response
+   * @param within how long the caller waits for the answer
+   * @param <T> the response type
+   * @return the response, or the exception the unary call would have completed with
+   */
+  public <T> CompletableFuture<T> batched(BatchOp op, com.google.protobuf.Parser<T> parser, Duration within) {
+    return parsed(batcher.submit(op, within.toNanos()), parser);
+  }
+
+  private static <T> CompletableFuture<T> parsed(
+      CompletableFuture<com.google.protobuf.ByteString> response, com.google.protobuf.Parser<T> parser) {
+    return response.thenApply(
+        bytes -> {
+          try {
+            return parser.parseFrom(bytes);
+          } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            throw new CompletionException(refused(e));
+          }
+        });
+  }
+
 
   /** {@return a fresh call id for one logical write; its retries reuse it} */
   public CallId newCall() {
@@ -322,7 +366,7 @@ public final class CoreClient implements AutoCloseable {
             + describe(endpoints) + " tried: " + describe(last), last);
   }
 
-  private static LeaseException refused(Throwable t) {
+  static LeaseException refused(Throwable t) {
     Status status = Status.fromThrowable(t);
     return new LeaseException(
         LeaseException.Code.PROTOCOL,

@@ -7,6 +7,7 @@ import io.leasehold.LeaseTimeoutException;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokedTenure;
@@ -95,7 +96,7 @@ final class CoreLeaseStore implements LeaseStore {
                   + " waiting for it", null));
     }
     return client
-        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out), Duration.ofNanos(left))
+        .batched(BatchOp.newBuilder().setAcquire(call).build(), AcquireResponse.parser(), Duration.ofNanos(left))
         .handle(
             (response, error) -> {
               if (error != null) {
@@ -230,7 +231,7 @@ final class CoreLeaseStore implements LeaseStore {
     // session alive for it now, whether or not this call gets through.
     Held h = drop(tenure.token());
     return client
-        .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
+        .batched(BatchOp.newBuilder().setRelease(call).build(), ReleaseResponse.parser())
         .handle(
             (response, error) -> {
               if (error != null) {

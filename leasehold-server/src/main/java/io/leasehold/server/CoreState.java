@@ -125,6 +125,8 @@ final class CoreState {
   private long revision;
   /** Cluster time: the greatest stamp applied. */
   private long clockMillis;
+  /** The greatest session id granted; ids are unique and increase, even within one entry. */
+  private long lastSessionId;
   private final NavigableMap<Long, Session> sessions = new TreeMap<>();
   private int quietSessions;
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
@@ -192,7 +194,14 @@ final class CoreState {
    * @return the reply, the events, and the session change
    */
   synchronized Applied apply(long index, long term, Command command) {
-    long stamp = command.getStampMillis();
+    return apply(index, term, command.getStampMillis(), command);
+  }
+
+  /**
+   * Applies one command of a log entry whose leader's stamp is {@code stamp} (the commands packed
+   * in one entry share its stamp).
+   */
+  synchronized Applied apply(long index, long term, long stamp, Command command) {
     if (stamp > clockMillis) {
       clockMillis = stamp;
     }
@@ -326,14 +335,18 @@ final class CoreState {
   }
 
   private Applied grant(long index, GrantRequest grant) {
-    sessions.put(index, new Session(index, grant.getOwner(), grant.getTtlMillis()));
+    // The entry's index when it grants one session (as every entry did before batches); the next
+    // free number when an entry grants several. Deterministic either way.
+    long id = Math.max(lastSessionId + 1, index);
+    lastSessionId = id;
+    sessions.put(id, new Session(id, grant.getOwner(), grant.getTtlMillis()));
     GrantResponse response =
         GrantResponse.newBuilder()
-            .setSessionId(index)
+            .setSessionId(id)
             .setTtlMillis(grant.getTtlMillis())
             .setRevision(revision)
             .build();
-    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(index, grant.getTtlMillis()));
+    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(id, grant.getTtlMillis()));
   }
 
   private Applied revoke(RevokeRequest revoke, List<Event> events) {
@@ -743,9 +756,23 @@ final class CoreState {
 
   // ---- snapshots ----
 
-  /** Writes the whole state: a header (magic, format number) and the body as one message. */
-  synchronized void writeSnapshot(OutputStream out) throws IOException {
-    SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis);
+  /**
+   * Writes the whole state: a header (magic, format number) and the body as one message. Only
+   * the copy of the state holds the lock (keys are immutable messages, so it copies references);
+   * serialising and writing do not, so reads and keep-alives are not held up by the disk.
+   */
+  void writeSnapshot(OutputStream out) throws IOException {
+    SnapshotBody body = snapshotBody();
+    DataOutputStream data = new DataOutputStream(out);
+    data.writeInt(SNAPSHOT_MAGIC);
+    data.writeInt(SNAPSHOT_FORMAT);
+    body.writeDelimitedTo(data);
+    data.flush();
+  }
+
+  private synchronized SnapshotBody snapshotBody() {
+    SnapshotBody.Builder body =
+        SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
     for (Session s : sessions.values()) {
       SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked);
       if (s.quietSince >= 0) {
@@ -777,11 +804,7 @@ final class CoreState {
               (callId, reply) -> c.addReplies(StoredReply.newBuilder().setCallId(callId).setReply(reply)));
           body.addClients(c);
         });
-    DataOutputStream data = new DataOutputStream(out);
-    data.writeInt(SNAPSHOT_MAGIC);
-    data.writeInt(SNAPSHOT_FORMAT);
-    body.build().writeDelimitedTo(data);
-    data.flush();
+    return body.build();
   }
 
   /** Replaces the whole state with a snapshot's. */
@@ -814,6 +837,7 @@ final class CoreState {
     revokedLeases.clear();
     heldLeases = 0;
     quietSessions = 0;
+    lastSessionId = body.getLastSessionId();
     for (SessionRecord r : body.getSessionsList()) {
       Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis());
       if (r.hasQuietSinceMillis()) {
@@ -825,6 +849,7 @@ final class CoreState {
       }
       s.revoked = r.getRevoked();
       sessions.put(s.id, s);
+      lastSessionId = Math.max(lastSessionId, s.id);
     }
     for (KeyValue kv : body.getKeysList()) {
       keys.put(kv.getKey(), kv);

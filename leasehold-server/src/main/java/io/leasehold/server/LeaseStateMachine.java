@@ -2,6 +2,7 @@ package io.leasehold.server;
 
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.server.state.BatchReply;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Heard;
 import io.leasehold.server.state.Query;
@@ -9,13 +10,16 @@ import io.leasehold.server.state.Reply;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.File;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.nio.file.StandardOpenOption;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.ratis.io.MD5Hash;
@@ -154,10 +158,15 @@ final class LeaseStateMachine extends BaseStateMachine {
     TermIndex last = getLastAppliedTermIndex();
     File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
     File tmp = new File(file.getParentFile(), file.getName() + ".tmp");
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp.toPath()))) {
+    try (FileOutputStream fileOut = new FileOutputStream(tmp);
+        OutputStream out = new BufferedOutputStream(fileOut)) {
       state.writeSnapshot(out);
+      out.flush();
+      // On disk before Ratis may purge the log entries it replaces.
+      fileOut.getFD().sync();
     }
     Files.move(tmp.toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
+    syncDirectory(file.getParentFile().toPath());
     MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
     storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
     log.info("{}: wrote snapshot {} ({} bytes)", getId(), file.getName(), file.length());
@@ -212,22 +221,46 @@ final class LeaseStateMachine extends BaseStateMachine {
     return n;
   }
 
+  /** Makes a rename in {@code dir} durable (its entry written), as a file's own sync does not. */
+  private static void syncDirectory(java.nio.file.Path dir) throws IOException {
+    try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
+      channel.force(true);
+    }
+  }
+
   @Override
   public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
     LogEntryProto entry = trx.getLogEntry();
     long index = entry.getIndex();
-    CoreState.Applied applied;
+    Command command;
     try {
-      Command command =
-          Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
-      applied = state.apply(index, entry.getTerm(), command);
-      clock.applied(command.getStampMillis());
+      command = Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
     } catch (IOException e) {
       // Every replica fails the same entry the same way; nothing was changed.
       log.error("{}: log entry {} is not a command; skipped", getId(), index, e);
       updateLastAppliedTermIndex(entry.getTerm(), index);
       return CompletableFuture.failedFuture(e);
     }
+    // The leader stamped the entry, not the commands packed in it: they all share its stamp.
+    long stamp = command.getStampMillis();
+    Reply reply;
+    if (command.hasBatch()) {
+      BatchReply.Builder replies = BatchReply.newBuilder();
+      for (Command each : command.getBatch().getCommandsList()) {
+        replies.addReplies(apply(index, entry.getTerm(), stamp, each));
+      }
+      reply = Reply.newBuilder().setBatch(replies).build();
+    } else {
+      reply = apply(index, entry.getTerm(), stamp, command);
+    }
+    clock.applied(stamp);
+    updateLastAppliedTermIndex(entry.getTerm(), index);
+    return CompletableFuture.completedFuture(message(reply.toByteArray()));
+  }
+
+  /** Applies one command of an entry and tells the keeper and the watchers what changed. */
+  private Reply apply(long index, long term, long stamp, Command command) {
+    CoreState.Applied applied = state.apply(index, term, stamp, command);
     // The keeper first: a read (a keep-alive) may run as soon as the applied index moves.
     CoreState.Change change = applied.change();
     if (change instanceof CoreState.Change.Granted granted) {
@@ -236,8 +269,7 @@ final class LeaseStateMachine extends BaseStateMachine {
       keeper.ended(ended.sessionId());
     }
     watches.publish(applied.events());
-    updateLastAppliedTermIndex(entry.getTerm(), index);
-    return CompletableFuture.completedFuture(message(applied.reply().toByteArray()));
+    return applied.reply();
   }
 
   /**

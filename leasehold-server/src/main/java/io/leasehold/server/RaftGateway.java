@@ -10,6 +10,8 @@ import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -55,7 +57,7 @@ import org.apache.ratis.util.TimeDuration;
  * <p><b>Leader-only commands are never forwarded</b> ({@link #writeLocally}): they are decided in
  * a term and must be appended in it, by the node that decided them.
  */
-final class RaftGateway {
+final class RaftGateway implements AutoCloseable {
 
   /** Requests forwarded at once; also the Ratis client's own window, so it never blocks. */
   static final int MAX_FORWARDED = 512;
@@ -83,10 +85,23 @@ final class RaftGateway {
   /** A request waiting for a forwarding permit since {@code sinceNanos}. */
   private record Waiting(long sinceNanos, Runnable send, CompletableFuture<RaftClientReply> result) {}
 
+  /** Hands out replies, off Ratis's applying thread and off the gRPC event loops. */
+  private final ExecutorService replies;
+  private final EntryBatcher batcher;
+
   RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
     this.server = server;
     this.groupId = groupId;
     this.client = client;
+    this.replies =
+        Executors.newFixedThreadPool(
+            2,
+            r -> {
+              Thread t = new Thread(r, "leasehold-replies-" + server.getId());
+              t.setDaemon(true);
+              return t;
+            });
+    this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
   /**
@@ -105,12 +120,17 @@ final class RaftGateway {
   }
 
   /**
-   * Appends a client's {@code command} to the log, through the leader, and completes with its
-   * reply once it is applied. The command carries the cluster time at which this node took it.
+   * Appends a client's {@code command} to the log, through the leader, in an entry of its own or
+   * together with other writes ({@link EntryBatcher}), and completes with its reply once it is
+   * applied. The command carries the cluster time at which this node took it.
    */
   CompletableFuture<Reply> write(Command command) {
-    byte[] bytes = LeaseStateMachine.withVarintField(command.toByteArray(), RECEIVED_MILLIS_FIELD, clusterNow());
-    return send(message(bytes), RaftClientRequest.writeRequestType(), client.async()::send)
+    return batcher.write(command.toBuilder().setReceivedMillis(clusterNow()).build());
+  }
+
+  /** Appends one entry (a command, or a batch of them) and completes with its reply. */
+  private CompletableFuture<Reply> writeEntry(Command entry) {
+    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
         .thenApply(RaftGateway::reply);
   }
 
@@ -132,9 +152,7 @@ final class RaftGateway {
     }
   }
 
-  /** {@code Command.received_millis}. */
-  private static final int RECEIVED_MILLIS_FIELD = 17;
-
+  
   private long clusterNow() {
     ClusterClock c = clock;
     if (c == null) {
@@ -263,6 +281,12 @@ final class RaftGateway {
       }
       next.send().run();
     }
+  }
+
+  /** Stops handing out replies; the node is closing. */
+  @Override
+  public void close() {
+    replies.shutdownNow();
   }
 
   private static byte[] content(RaftClientReply reply) {

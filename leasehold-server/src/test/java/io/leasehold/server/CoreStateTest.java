@@ -70,6 +70,29 @@ class CoreStateTest {
   }
 
   @Test
+  void sessionsGrantedInOneEntryGetDistinctIncreasingIdsThatSurviveASnapshot() throws IOException {
+    long single = grant(10_000); // an entry of its own: its index, as before batches
+    assertThat(single).isEqualTo(index);
+    // Three grants applied at one log index, as a batch entry applies them.
+    long at = ++index;
+    long[] ids = new long[3];
+    for (int i = 0; i < 3; i++) {
+      Command c = Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(call()).setOwner("o").setTtlMillis(10_000)).build();
+      ids[i] = GrantResponse.parseFrom(state.apply(at, term, c).reply().getOk()).getSessionId();
+    }
+    assertThat(ids).containsExactly(at, at + 1, at + 2);
+
+    // The next entry's index is below the last id handed out: the id still grows.
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+    Command next = Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(call()).setOwner("o").setTtlMillis(10_000)).build();
+    long afterRestore = GrantResponse.parseFrom(restored.apply(at + 1, term, next).reply().getOk()).getSessionId();
+    assertThat(afterRestore).isEqualTo(at + 3);
+  }
+
+  @Test
   void oneHolderAtATimeAndTokensGrowPerTenure() throws IOException {
     long s1 = grant(10_000);
     long s2 = grant(10_000);
