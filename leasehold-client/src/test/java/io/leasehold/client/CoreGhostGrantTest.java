@@ -40,6 +40,9 @@ class CoreGhostGrantTest {
   private static final Duration FREE_WITHIN = TTL.multipliedBy(3);
 
   private static LocalCluster cluster;
+  /** The gRPC method acquires and releases travel in (the client batches them). */
+  private static final String WRITES = "Batch";
+
   private final List<AutoCloseable> closeLater = new ArrayList<>();
   private CoreClient admin;
 
@@ -129,7 +132,7 @@ class CoreGhostGrantTest {
     Lease ghost = lease(lossy, "late-grant", "a");
     Lease next = lease(other, "late-grant", "b");
 
-    replies.delay(TTL, "Acquire"); // the grant's reply arrives long after the engine's 800 ms
+    replies.delay(TTL, WRITES); // the grant's reply arrives long after the engine's 800 ms
     replies.lose("Get"); // and no read can find the record: only the late reply tells of it
     assertOutcomeUnknown(ghost.acquire());
     replies.pass();
@@ -153,7 +156,7 @@ class CoreGhostGrantTest {
     Lease ghost = lease(lossy, "lost-reply", "a");
     Lease next = lease(other, "lost-reply", "b");
 
-    replies.lose("Acquire");
+    replies.lose(WRITES);
     assertOutcomeUnknown(ghost.acquire());
     replies.pass();
 
@@ -175,7 +178,7 @@ class CoreGhostGrantTest {
     Lease ghost = lease(lossy, "never-answered", "a");
     Lease next = lease(other, "never-answered", "b");
 
-    replies.lose("Acquire", "Get", "Release");
+    replies.lose(WRITES, "Get");
     assertOutcomeUnknown(ghost.acquire());
     await("the core granted it").atMost(Duration.ofSeconds(5)).until(() -> record("never-answered").isPresent());
 
@@ -191,16 +194,16 @@ class CoreGhostGrantTest {
     LostReplies replies = new LostReplies();
     CoreBackend lossy = lossyBackend(replies);
     warmUp(lossy);
-    int before = replies.started("Acquire");
+    int before = replies.started(WRITES);
     Lease ghost = lease(lossy, "no-retries", "a");
 
-    replies.lose("Acquire", "Get", "Release");
+    replies.lose(WRITES, "Get");
     assertOutcomeUnknown(ghost.acquire()); // after 800 ms; one node has 2 s to answer
 
     // Without a deadline the client would try the next node at 2 s, and so on through all three.
     await("no acquire is sent after the engine gave up")
         .during(Duration.ofSeconds(3))
         .atMost(Duration.ofSeconds(5))
-        .until(() -> replies.started("Acquire") - before == 1);
+        .until(() -> replies.started(WRITES) - before == 1);
   }
 }
