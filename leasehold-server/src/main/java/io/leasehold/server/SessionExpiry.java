@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,7 +64,7 @@ final class SessionExpiry {
   private final AtomicLong ticks = new AtomicLong();
   private final AtomicLong dropped = new AtomicLong();
   private final AtomicBoolean writing = new AtomicBoolean();
-  private volatile Runnable afterLeadershipCheck = () -> {};
+  private volatile LongConsumer afterLeadershipCheck = term -> {};
   /** The Quiet entry of the armed term, until it is applied. */
   private volatile Command quietToWrite;
   private long lastClockTickNanos;
@@ -109,7 +110,7 @@ final class SessionExpiry {
     if (!leadership.isReadyLeader() || leadership.currentTerm() != term) {
       return;
     }
-    afterLeadershipCheck.run();
+    afterLeadershipCheck.accept(term);
     if (keeper.armedTerm() != term) {
       arm(term);
       return;
@@ -178,8 +179,11 @@ final class SessionExpiry {
     });
   }
 
-  /** For tests: runs {@code hook} on the expiry thread right after a round found this node leading. */
-  void afterLeadershipCheck(Runnable hook) {
+  /**
+   * For tests: runs {@code hook} with the term on the expiry thread right after a round found this
+   * node leading.
+   */
+  void afterLeadershipCheck(LongConsumer hook) {
     afterLeadershipCheck = hook;
   }
 

