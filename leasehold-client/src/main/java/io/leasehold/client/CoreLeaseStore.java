@@ -195,7 +195,7 @@ final class CoreLeaseStore implements LeaseStore {
         new LeaseLost(
             LeaseLost.Kind.REVOKED,
             "the core no longer has tenure " + tenure.token() + " of lease '" + tenure.leaseName()
-                + "' (an operator revoked it)"));
+                + "' (an operator revoked it, or its session ended)"));
   }
 
   /**
