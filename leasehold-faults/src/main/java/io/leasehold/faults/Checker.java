@@ -83,8 +83,8 @@ final class Checker {
    * @param tokenRegressions tenures of one lease whose tokens do not grow with time
    * @param staleWrites accepted fenced writes from a stale holder or outside the writer's tenure
    * @param lostWrites acknowledged writes the core no longer has
-   * @param earlyEnds tenures the store ended (REVOKED, TAKEN_OVER) before the holder's local safe
-   *     deadline without an operator's delete: the store let go of a live holder
+   * @param earlyEnds tenures lost before the holder's local safe deadline without an operator's
+   *     delete: the store let go of a live holder
    * @param historyErrors histories that are incomplete or unreadable, faults that did not take effect
    * @param outOfBounds faults beyond what the configuration tolerates (a clock skewed past
    *     maxClockDrift): the run is not a pass even without any other violation
@@ -175,7 +175,7 @@ final class Checker {
         regressions,
         staleWrites(run.writes(), run.tenures()),
         lostWrites(run, end),
-        earlyEnds(run),
+        earlyEnds(run, bounds.maxClockDrift()),
         errors,
         outOfBounds,
         run.tenures().size(),
@@ -321,34 +321,43 @@ final class Checker {
   /** How long before a tenure's acquire an operator's delete may still have been on its way. */
   private static final long DELETE_IN_FLIGHT_NANOS = 10_000_000_000L;
 
+  /** A loss this close to the holder's deadline is the holder's own (timer resolution). */
+  private static final long EARLY_SLACK_NANOS = 10_000_000L;
+
   /**
-   * Rule 6: the store ends a tenure (the holder's {@code onLost} says REVOKED or TAKEN_OVER) only
-   * after the holder's local safe deadline has passed, or because an operator deleted the lease.
-   * The holder computes its deadline from the send time of its last confirmed renewal and the
-   * store must measure expiry from when it received it, so a store that ends a live tenure earlier
-   * has broken the rule that makes leases safe — even when the holder heard of it fast enough
-   * that no second holder overlapped this time.
+   * Rule 6: a tenure ends (the holder's {@code onLost} runs) no earlier than the holder's own
+   * local safe deadline, unless an operator deleted the lease. The holder computes its deadline
+   * from the send time of its last confirmed renewal and the store must measure expiry from when
+   * it received it, so a loss reported before that deadline — {@code REVOKED}, {@code TAKEN_OVER},
+   * or {@code EXPIRED} because the store expired the session (the core reports its own expiry of a
+   * session that way) — means the store let go of a live holder, even when the holder heard of it
+   * fast enough that no second holder overlapped this time. A loss by the holder's own deadline
+   * comes at or after {@code safeUntil}; the slack covers a client clock that runs fast within the
+   * drift bound ({@code safeUntil} reads the skewed {@code remaining()} as real time) and the
+   * timer's resolution.
    */
-  static List<String> earlyEnds(Recorded run) {
+  static List<String> earlyEnds(Recorded run, double maxClockDrift) {
     List<String> found = new ArrayList<>();
     Map<String, Tenure> byKey = new HashMap<>();
     for (Tenure t : run.tenures()) {
       byKey.put(t.client() + "/" + t.lease() + "/" + t.token(), t);
     }
     for (History.Loss l : run.losses()) {
-      if (!l.kind().equals("REVOKED") && !l.kind().equals("TAKEN_OVER")) {
-        continue;
-      }
       Tenure t = byKey.get(l.client() + "/" + l.lease() + "/" + l.token());
-      if (t == null || t.safeUntil() < 0 || l.at() - t.safeUntil() >= 0) {
-        continue; // nothing known of its deadline, or the deadline had passed: the store may end it
+      if (t == null || t.safeUntil() < 0 || t.lastAlive() < 0) {
+        continue; // nothing known of its deadline
+      }
+      long slack = (long) (2 * maxClockDrift * (t.safeUntil() - t.lastAlive())) + EARLY_SLACK_NANOS;
+      if (t.safeUntil() - l.at() <= slack) {
+        continue; // the deadline had passed (or was as good as passed): the store may let go
       }
       boolean deleted = run.faults().stream().anyMatch(f -> f.type() == FaultType.OPERATOR_DELETE
           && f.target().equals(l.lease()) && f.start() - (t.call() - DELETE_IN_FLIGHT_NANOS) >= 0 && f.start() - l.at() <= 0);
       if (!deleted) {
         found.add(String.format(Locale.ROOT,
-            "%s: the store ended %s's tenure (token %d) as %s %.1f ms before the holder's safe deadline, and no operator"
-                + " deleted it", l.lease(), l.client(), l.token(), l.kind(), (t.safeUntil() - l.at()) / 1e6));
+            "%s: %s's tenure (token %d) was lost as %s %.1f ms before the holder's safe deadline, and no operator"
+                + " deleted it: the store let go of a live holder", l.lease(), l.client(), l.token(), l.kind(),
+            (t.safeUntil() - l.at()) / 1e6));
       }
     }
     return found;

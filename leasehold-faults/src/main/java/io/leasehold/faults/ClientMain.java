@@ -39,14 +39,15 @@ import java.util.concurrent.locks.LockSupport;
  * loops: acquire the lease; while holding (0.5–2 s, so the lease changes hands often) ask {@code
  * checkAlive()} and, only when it says true, note it ({@code ALIVE}, flushed) and make a fenced
  * write to that lease's register in the core; then release. All leases of the process share one
- * backend, so one session, as an application's leases would. Beside that, a second thread makes
+ * backend, so one session, as an application's leases would (or, with {@code session-per-lease},
+ * each lease has a backend and a session of its own: more sessions for the store to keep). Beside that, a second thread makes
  * plain key-value writes to unique keys. Every event goes to the history file, one flushed line
  * each (format: {@link History}); the parent reads {@code STATE lease held|free} on standard output
  * to know who holds what. A line {@code stop} on standard input (or its end) ends the client
  * cleanly, with an {@code END} for every tenure it holds.
  *
  * <p>Arguments: {@code id leaseUri coreEndpoints leaseNames ttlMillis seed historyFile
- * maxClockDrift}, where {@code coreEndpoints} is {@code host:port,...} of the core (through this
+ * maxClockDrift [session-per-lease]}, where {@code coreEndpoints} is {@code host:port,...} of the core (through this
  * client's links) and {@code leaseNames} is a comma-separated list.
  */
 public final class ClientMain {
@@ -92,9 +93,10 @@ public final class ClientMain {
     long seed = Long.parseLong(args[5]);
     Path historyFile = Path.of(args[6]);
     double maxClockDrift = Double.parseDouble(args[7]);
+    boolean sessionPerLease = args.length > 8 && args[8].equals("session-per-lease");
+    List<LeaseBackend> backends = new ArrayList<>();
     try (PrintWriter history = new PrintWriter(Files.newBufferedWriter(historyFile, StandardCharsets.UTF_8));
-        CoreClient core = new CoreClient(CoreBackendProvider.endpoints("leasehold://" + coreEndpoints), Duration.ofMillis(500));
-        LeaseBackend backend = LeaseBackend.open(leaseUri)) {
+        CoreClient core = new CoreClient(CoreBackendProvider.endpoints("leasehold://" + coreEndpoints), Duration.ofMillis(500))) {
       ClientMain client = new ClientMain(id, history, core, ttl);
       Thread stdin = new Thread(client::awaitStop, "stop-reader");
       stdin.setDaemon(true);
@@ -105,7 +107,10 @@ public final class ClientMain {
       List<Thread> loops = new ArrayList<>();
       for (int i = 0; i < leaseNames.size(); i++) {
         String name = leaseNames.get(i);
-        Lease lease = backend.newLease(LeaseSettings.builder(name, id).ttl(ttl).maxClockDrift(maxClockDrift).build());
+        if (backends.isEmpty() || sessionPerLease) {
+          backends.add(LeaseBackend.open(leaseUri));
+        }
+        Lease lease = backends.get(backends.size() - 1).newLease(LeaseSettings.builder(name, id).ttl(ttl).maxClockDrift(maxClockDrift).build());
         Random random = new Random(seed * 31 + i + 1);
         Thread t = new Thread(() -> client.leaseLoop(name, lease, random), "lease-" + name);
         t.start();
@@ -124,6 +129,8 @@ public final class ClientMain {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    } finally {
+      backends.forEach(LeaseBackend::close);
     }
     System.out.println("STOPPED");
     System.out.flush();

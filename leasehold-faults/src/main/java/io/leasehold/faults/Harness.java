@@ -69,10 +69,11 @@ final class Harness implements AutoCloseable {
    * @param maxClockDrift the leases' {@code maxClockDrift}
    * @param clockSkew how far {@link FaultType#CLOCK_SKEW} moves a clock's rate from 1
    * @param faults the fault types to inject
+   * @param sessionPerLease whether each lease of a client has a backend (a session) of its own
    * @param classPath the class path of the child JVMs
    */
   record Options(Duration duration, long seed, int clients, int leases, Duration ttl, Path dir, String leaseBackend,
-      double maxClockDrift, double clockSkew, Set<FaultType> faults, String classPath) {
+      double maxClockDrift, double clockSkew, Set<FaultType> faults, boolean sessionPerLease, String classPath) {
     Options {
       faults = Set.copyOf(faults);
     }
@@ -565,7 +566,8 @@ final class Harness implements AutoCloseable {
       cmd.addAll(List.of("-cp", options.classPath(), ClientMain.class.getName(),
           id, leaseUri, coreEndpoints.toString(), String.join(",", leaseNames(options.leases())),
           Long.toString(options.ttl().toMillis()), Long.toString(options.seed() * 1000 + index * 10L + incarnations),
-          history.toAbsolutePath().toString(), Double.toString(options.maxClockDrift())));
+          history.toAbsolutePath().toString(), Double.toString(options.maxClockDrift()),
+          options.sessionPerLease() ? "session-per-lease" : "shared-session"));
       Process p = Children.startPiped(cmd, options.dir().resolve("client-" + id + ".err"));
       ClientProcess c = new ClientProcess(id, p, history);
       current = c;

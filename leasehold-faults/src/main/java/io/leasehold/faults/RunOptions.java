@@ -43,6 +43,11 @@ final class RunOptions {
           + " partition-node, isolate-node, pause-holder, partition-client, kill-client, operator-delete, clock-skew.")
   Set<String> faults;
 
+  @Option(names = "--session-per-lease",
+      description = "Each lease of a client on a backend of its own, so a client keeps as many sessions as leases"
+          + " (default: one backend, one session per client, as an application would).")
+  boolean sessionPerLease;
+
   @Option(names = "--max-clock-drift", paramLabel = "FRACTION", defaultValue = "0.01",
       description = "The leases' maxClockDrift, 0 to 0.5 (default: ${DEFAULT-VALUE}, the library's default).")
   double maxClockDrift;
@@ -107,7 +112,7 @@ final class RunOptions {
         }
       }
     }
-    return new Harness.Options(d, seed, clients, leases, t, dir, backend, maxClockDrift, skew, types,
+    return new Harness.Options(d, seed, clients, leases, t, dir, backend, maxClockDrift, skew, types, sessionPerLease,
         System.getProperty("java.class.path"));
   }
 

@@ -286,8 +286,8 @@ class CheckerTest {
     Result r = check(h, state(Set.of(), 0, -1));
     assertThat(r.overlaps()).isEmpty();
     assertThat(r.earlyEnds()).singleElement().asString()
-        .isEqualTo("L: the store ended c1's tenure (token 10) as REVOKED 1500.0 ms before the holder's safe deadline,"
-            + " and no operator deleted it");
+        .isEqualTo("L: c1's tenure (token 10) was lost as REVOKED 1500.0 ms before the holder's safe deadline,"
+            + " and no operator deleted it: the store let go of a live holder");
     assertThat(r.violations()).isEqualTo(1);
   }
 
@@ -311,8 +311,31 @@ class CheckerTest {
         "END c1 L 10 " + 100 * MS + " lost:REVOKED",
         "START c2 L 11 " + 3000 * MS + " " + 3005 * MS,
         "ALIVE c2 L 11 " + 3100 * MS + " " + 4900 * MS,
-        "LOST c2 L 11 " + 3400 * MS + " EXPIRED", // the holder's own verdict, not the store's
+        "LOST c2 L 11 " + 4905 * MS + " EXPIRED", // its own deadline, a timer tick late
         "END c2 L 11 " + 3100 * MS + " lost:EXPIRED");
     assertThat(check(h, state(Set.of(), 0, -1)).violations()).isZero();
+  }
+
+  /** The core reports its own expiry of a live session as EXPIRED: early is early, whatever the kind. */
+  @Test
+  void aSessionTheStoreExpiredBeforeTheHoldersDeadlineIsReportedWhateverTheKind() {
+    List<String> h = List.of(
+        "START c1 L 10 " + 0 * MS + " " + 5 * MS,
+        "ALIVE c1 L 10 " + 100 * MS + " " + 3100 * MS,
+        "LOST c1 L 10 " + 400 * MS + " EXPIRED",
+        "END c1 L 10 " + 100 * MS + " lost:EXPIRED");
+    assertThat(check(h, state(Set.of(), 0, -1)).earlyEnds()).singleElement().asString()
+        .startsWith("L: c1's tenure (token 10) was lost as EXPIRED 2700.0 ms before the holder's safe deadline");
+  }
+
+  /** A client clock running fast within the bound reaches its deadline a little before safeUntil. */
+  @Test
+  void aLossWithinTheDriftSlackOfTheDeadlineIsTheHoldersOwn() {
+    List<String> h = List.of(
+        "START c1 L 10 " + 0 * MS + " " + 5 * MS,
+        "ALIVE c1 L 10 " + 100 * MS + " " + 3100 * MS,
+        "LOST c1 L 10 " + 3050 * MS + " EXPIRED", // 50 ms early; slack 2 × 0.01 × 3000 + 10 = 70 ms
+        "END c1 L 10 " + 100 * MS + " lost:EXPIRED");
+    assertThat(check(h, state(Set.of(), 0, -1)).earlyEnds()).isEmpty();
   }
 }

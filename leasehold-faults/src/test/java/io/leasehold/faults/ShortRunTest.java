@@ -28,7 +28,7 @@ class ShortRunTest {
     Path dir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "faults-short-");
     Harness.Options options = new Harness.Options(
         Duration.ofSeconds(Long.getLong("faults.short.seconds", 60)), 42L, 4, 3, Duration.ofSeconds(2), dir, null,
-        0.01, 0.01, EnumSet.allOf(FaultType.class), System.getProperty("java.class.path"));
+        0.01, 0.01, EnumSet.allOf(FaultType.class), false, System.getProperty("java.class.path"));
     Harness.Outcome outcome;
     try (Harness harness = new Harness(options)) {
       outcome = harness.run();
