@@ -52,7 +52,7 @@ final class Soak implements Callable<Integer> {
   private Path dir;
 
   /** One row of the table. */
-  private record Row(int run, long seed, Checker.Result result, String error) {}
+  record Row(int run, long seed, Checker.Result result, String error) {}
 
   @Override
   public Integer call() throws Exception {
