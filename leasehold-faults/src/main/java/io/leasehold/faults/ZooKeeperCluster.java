@@ -29,8 +29,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Timing is ZooKeeper's sample configuration scaled down to a short TTL: {@code tickTime=500},
  * {@code initLimit=10}, {@code syncLimit=5} (a follower that hears nothing from the leader gives up
- * after 2.5 s), and the clients ask for a session timeout equal to the TTL, as docs/zookeeper.md
- * recommends. The nemesis can skew a server's clock: ZooKeeper's {@code Time}, which its session
+ * after 2.5 s), and the clients ask for the session timeout docs/zookeeper.md asks of an ensemble
+ * ({@link #sessionTimeoutMillis}). The nemesis can skew a server's clock: ZooKeeper's {@code Time}, which its session
  * expiry reads, is patched by the clock agent.
  */
 final class ZooKeeperCluster implements StoreCluster {
@@ -262,14 +262,22 @@ final class ZooKeeperCluster implements StoreCluster {
     return new InetSocketAddress(bindIp(j), clientPorts[j]);
   }
 
+  /**
+   * The session timeout docs/zookeeper.md asks of an ensemble: {@code ttl + heartbeatInterval +
+   * tickTime}, so that neither a follower's late report of a session's activity nor a cut-off
+   * leader answering syncs until it notices can let a session expire before its holder stops.
+   */
+  static long sessionTimeoutMillis(long ttlMillis) {
+    return Math.max(ttlMillis + ttlMillis / 3 + TICK_MILLIS, 2L * TICK_MILLIS);
+  }
+
   @Override
   public String leaseUri(List<Integer> linkPorts, long ttlMillis) {
     StringBuilder b = new StringBuilder("zookeeper://");
     for (int j = 0; j < linkPorts.size(); j++) {
       b.append(j == 0 ? "" : ",").append("127.0.0.1:").append(linkPorts.get(j));
     }
-    // The session carries the leases: it should last as long as their TTL, not longer.
-    return b.append("?sessionTimeout=").append(Math.max(ttlMillis, 2L * TICK_MILLIS)).append("ms").toString();
+    return b.append("?sessionTimeout=").append(sessionTimeoutMillis(ttlMillis)).append("ms").toString();
   }
 
   /** {@code deleteall}-free {@code delete /leasehold/leases/NAME/holder} with a client of its own. */
@@ -313,7 +321,7 @@ final class ZooKeeperCluster implements StoreCluster {
   @Override
   public String settings() {
     return "3 ZooKeeper servers (-Xmx256m), tickTime " + TICK_MILLIS + " ms, initLimit " + INIT_LIMIT + ", syncLimit "
-        + SYNC_LIMIT + "; quorum and election traffic through cuttable links; session timeout = TTL";
+        + SYNC_LIMIT + "; quorum and election traffic through cuttable links; session timeout TTL + TTL/3 + tickTime";
   }
 
   @Override
