@@ -51,9 +51,19 @@ final class Target implements AutoCloseable {
 
   /** {@return a target on a cluster of {@code kind} started now under a fresh temporary directory} */
   static Target start(String kind) {
+    return start(kind, null);
+  }
+
+  /**
+   * {@return a target on a cluster of {@code kind} started now in a fresh directory under {@code
+   * parent}} (under the temporary directory when null); closing it deletes that directory.
+   */
+  static Target start(String kind, Path parent) {
     Path dir;
     try {
-      dir = Files.createTempDirectory("leasehold-bench-" + kind + "-");
+      dir = parent == null
+          ? Files.createTempDirectory("leasehold-bench-" + kind + "-")
+          : Files.createTempDirectory(Files.createDirectories(parent), kind + "-");
     } catch (IOException e) {
       throw new UncheckedIOException("cannot make a directory for the " + kind + " cluster", e);
     }
