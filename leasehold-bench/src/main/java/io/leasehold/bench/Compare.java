@@ -299,7 +299,7 @@ final class Compare {
     out.add(new Contended(t.clients(), store, cluster,
         new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), params.settle(), params.duration())).run());
     if (cluster.isPresent() && kills > 0) {
-      say(store + ": failover, " + kills + " leader kills");
+      say(store + ": failover, leader kills: " + kills);
       out.add(new LeaderFailover(cluster.get(), t.clients(), FailoverCommand.memberClients(cluster.get()),
           new LeaderFailover.Params(kills, params.ttl(), Duration.ofSeconds(60))).run());
     }

@@ -23,17 +23,23 @@ final class Trickle implements AutoCloseable {
   record Sample(long startNanos, long latencyNanos, boolean acquired) {}
 
   /**
-   * More in flight than this (2 s of acquires at the default interval) means the store does not
+   * More outstanding than this (2 s of acquires at the default interval) means the store does not
    * answer at all; no point piling on, and {@link ExpireStorm} needs the trickle's share of the
-   * store's count small beside a holder's leases.
+   * store's count small beside a holder's leases. A trickle may be given a lower cap.
    */
   static final int MAX_IN_FLIGHT = 100;
 
+  /** The trickle's leases' TTL: within the bench's ZooKeeper session timeout (30 s). */
+  static final Duration TTL = Duration.ofSeconds(20);
+
+  /** How long an acquire waits for its answer: inside the lease's safe window (TTL × 0.89). */
+  static final Duration OPERATION_TIMEOUT = Duration.ofSeconds(15);
+
   private final LeaseBackend backend;
-  private final Duration ttl;
   private final long intervalNanos;
   private final String prefix = "bench-trickle-" + RunIds.next() + "-";
   private final ErrorCounts errors;
+  private final int maxInFlight;
   private final List<Sample> samples = new ArrayList<>();
   private final AtomicInteger inFlight = new AtomicInteger();
   /** Acquires started whose release has not completed: an upper bound of this trickle's leases in the store. */
@@ -42,9 +48,13 @@ final class Trickle implements AutoCloseable {
   private final Thread thread;
   private volatile boolean stopped;
 
-  Trickle(LeaseBackend backend, Duration ttl, Duration interval, ErrorCounts errors) {
+  /**
+   * @param maxInFlight at most this many acquires outstanding (started, release not yet completed);
+   *     a tick that finds as many is skipped
+   */
+  Trickle(LeaseBackend backend, Duration interval, int maxInFlight, ErrorCounts errors) {
     this.backend = backend;
-    this.ttl = ttl;
+    this.maxInFlight = maxInFlight;
     this.intervalNanos = interval.toNanos();
     this.errors = errors;
     this.thread = new Thread(this::loop, "bench-trickle");
@@ -62,7 +72,8 @@ final class Trickle implements AutoCloseable {
         continue;
       }
       next += intervalNanos;
-      if (inFlight.get() >= MAX_IN_FLIGHT) {
+      // Outstanding, not merely unanswered: an acquired lease whose release is slow is still in the store.
+      if (outstanding.get() >= maxInFlight) {
         skipped.incrementAndGet();
         continue;
       }
@@ -71,7 +82,8 @@ final class Trickle implements AutoCloseable {
   }
 
   private void start(String name) {
-    Lease lease = backend.newLease(LeaseSettings.builder(name, "bench-trickle").ttl(ttl).acquireRetries(0).build());
+    Lease lease = backend.newLease(LeaseSettings.builder(name, "bench-trickle")
+        .ttl(TTL).operationTimeout(OPERATION_TIMEOUT).acquireRetries(0).build());
     inFlight.incrementAndGet();
     outstanding.incrementAndGet();
     long t0 = System.nanoTime();

@@ -32,11 +32,12 @@ class ExpireStormTest {
   void killedHoldersLeasesAreCountedGoneWhileTheTrickleIsAnswered(String kind) throws Exception {
     try (ManagedCluster cluster = ManagedClusters.start(kind, temp.resolve(kind))) {
       Result r = new ExpireStorm(cluster, ClientFactory.forUri(cluster.backendUri()), kind,
-          // TTL 10 s: operations time out after TTL / 6, and a fresh JVM on two busy cores needs time.
-          new ExpireStorm.Params(500, 2, Duration.ofSeconds(10), 32, Duration.ofMinutes(2), Duration.ofMillis(20),
-              Duration.ofSeconds(1), Duration.ofSeconds(60))).run();
+          // The least leases per holder, TTL 10 s (operations time out after TTL / 6) and 4 acquires in
+          // flight per holder: a fresh JVM on two busy cores must not be buried in its own timeouts.
+          new ExpireStorm.Params(2 * ExpireStorm.MIN_LEASES_PER_HOLDER, 2, Duration.ofSeconds(10), 4, Duration.ofMinutes(2),
+              Duration.ofMillis(20), Duration.ofSeconds(1), Duration.ofSeconds(60))).run();
       // A busy machine can make an acquire fail (it is counted); none may go missing.
-      assertThat(r.value("held") + r.value("setup_failed")).isEqualTo(500);
+      assertThat(r.value("held") + r.value("setup_failed")).isEqualTo(2 * ExpireStorm.MIN_LEASES_PER_HOLDER);
       assertThat(r.value("held")).isPositive();
       assertThat(r.value("store_count_at_kill")).isPositive();
       assertThat(r.value("first_gone_s")).isNotNaN().isNotNegative();
