@@ -132,7 +132,7 @@ final class Compare {
    * @param store the store
    * @param loadAverage the machine's load average when its cluster started
    * @param results what its workloads measured (the warm-up's first)
-   * @param failure why it stopped early, or null
+   * @param failure what failed (workloads that could not run, or the cluster), or null
    */
   record Run(int round, int position, String store, double loadAverage, List<Result> results, String failure) {
 
@@ -241,17 +241,17 @@ final class Compare {
         String store = order.get(position);
         double load = ResourceMeter.loadAverage();
         List<Result> results = new ArrayList<>();
-        String failure = null;
+        List<String> failures = new ArrayList<>();
         say(store + ": starting a 3-member cluster (load average " + String.format(Locale.ROOT, "%.1f", load) + ")");
         long started = System.nanoTime();
         try (Target t = starter.apply(store, dataDir)) {
           t.settings().ifPresent(s -> settings.put(store, s));
-          runAll(store, t, kills, results);
+          runAll(store, t, kills, results, failures);
         } catch (RuntimeException e) {
-          failure = e.toString();
+          failures.add("cluster: " + e);
           say(store + ": stopped early: " + e);
         }
-        runs.add(new Run(round + 1, position + 1, store, load, results, failure));
+        runs.add(new Run(round + 1, position + 1, store, load, results, failures.isEmpty() ? null : String.join("; ", failures)));
         say(store + ": done in " + Math.round((System.nanoTime() - started) / 1e9) + "s");
       }
     }
@@ -275,7 +275,26 @@ final class Compare {
     }
   }
 
-  private void runAll(String store, Target t, int kills, List<Result> out) throws InterruptedException {
+  /** One workload; it adds its result to the run's. */
+  @FunctionalInterface
+  private interface Step {
+    Result run() throws InterruptedException;
+  }
+
+  /**
+   * Runs one workload; a failure is noted and the next workload runs anyway (a storm whose holders
+   * could not acquire must not cost the store its hold figures).
+   */
+  private void step(String store, String workload, List<Result> out, List<String> failures, Step step) throws InterruptedException {
+    try {
+      out.add(step.run());
+    } catch (RuntimeException e) {
+      failures.add(workload + ": " + e);
+      say(store + ": " + workload + " failed: " + e);
+    }
+  }
+
+  private void runAll(String store, Target t, int kills, List<Result> out, List<String> failures) throws InterruptedException {
     Optional<ManagedCluster> cluster = t.cluster();
     // The same load for the same time on every store before anything counts: the core's and
     // ZooKeeper's JVMs (and this one's client code) compile their hot paths; etcd is native code.
@@ -283,30 +302,31 @@ final class Compare {
     Duration contendedWarm = params.warmup().minus(arWarm);
     say(store + ": warm-up, acquire-release for " + Durations.format(arWarm) + ", contended for " + Durations.format(contendedWarm));
     if (!arWarm.isZero()) {
-      out.add(new AcquireRelease("warm-up", t.clients(), store, cluster,
+      step(store, "warm-up", out, failures, () -> new AcquireRelease("warm-up", t.clients(), store, cluster,
           new AcquireRelease.Params(params.clients(), params.window(), params.ttl(), Duration.ZERO, arWarm)).run());
     }
     if (!contendedWarm.isZero()) {
-      new Contended(t.clients(), store, new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), Duration.ZERO, contendedWarm)).run();
+      step(store, "warm-up", new ArrayList<>(), failures, () -> new Contended(t.clients(), store,
+          new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), Duration.ZERO, contendedWarm)).run());
     }
     say(store + ": low-load (1 client, 1 in flight) for " + Durations.format(params.lowLoad()));
-    out.add(new AcquireRelease("low-load", t.clients(), store, cluster,
+    step(store, "low-load", out, failures, () -> new AcquireRelease("low-load", t.clients(), store, cluster,
         new AcquireRelease.Params(1, 1, params.ttl(), params.settle(), params.lowLoad())).run());
     say(store + ": acquire-release for " + Durations.format(params.duration()));
-    out.add(new AcquireRelease("acquire-release", t.clients(), store, cluster,
+    step(store, "acquire-release", out, failures, () -> new AcquireRelease("acquire-release", t.clients(), store, cluster,
         new AcquireRelease.Params(params.clients(), params.window(), params.ttl(), params.settle(), params.duration())).run());
     say(store + ": contended for " + Durations.format(params.duration()));
-    out.add(new Contended(t.clients(), store, cluster,
+    step(store, "contended", out, failures, () -> new Contended(t.clients(), store, cluster,
         new Contended.Params(params.clients(), params.ttl(), Duration.ofMillis(1), params.settle(), params.duration())).run());
     if (cluster.isPresent() && kills > 0) {
       say(store + ": failover, leader kills: " + kills);
-      out.add(new LeaderFailover(cluster.get(), t.clients(), FailoverCommand.memberClients(cluster.get()),
-          new LeaderFailover.Params(kills, params.ttl(), Duration.ofSeconds(60))).run());
+      step(store, "failover", out, failures, () -> new LeaderFailover(cluster.get(), t.clients(),
+          FailoverCommand.memberClients(cluster.get()), new LeaderFailover.Params(kills, params.ttl(), Duration.ofSeconds(60))).run());
     }
     if (cluster.isPresent() && params.stormLeases() > 0) {
       say(store + ": expire-storm, " + params.stormLeases() + " leases on " + params.stormHolders() + " holder processes, TTL "
           + Durations.format(params.stormTtl()));
-      out.add(new ExpireStorm(cluster.get(), t.clients(), store,
+      step(store, "expire-storm", out, failures, () -> new ExpireStorm(cluster.get(), t.clients(), store,
           new ExpireStorm.Params(params.stormLeases(), params.stormHolders(), params.stormTtl(), 64, params.holdSetupTimeout(),
               Duration.ofMillis(20), Duration.ofSeconds(2), Duration.ofSeconds(60))).run());
     }
@@ -314,7 +334,7 @@ final class Compare {
     // backends leaves the store to clean up must not slow another workload down.
     say(store + ": hold " + params.leases() + " leases, " + Durations.format(params.holdDuration()) + " quiet and "
         + Durations.format(params.holdDuration()) + " under a write flood");
-    out.add(new Hold(t.clients(), store, cluster,
+    step(store, "hold", out, failures, () -> new Hold(t.clients(), store, cluster,
         new Hold.Params(params.holdClients(), params.leases(), params.holdTtl(), null, 64, params.holdSetupTimeout(),
             params.settle(), params.holdDuration(), false, Hold.Flood.DEFAULT)).run());
   }

@@ -229,7 +229,7 @@ final class ComparisonTable implements CompareTargets.Figures {
         }
       }
     }
-    outcome.failures().forEach(f -> out.append("  stopped early: ").append(f).append('\n'));
+    outcome.failures().forEach(f -> out.append("  failed: ").append(f).append('\n'));
     return out.toString();
   }
 

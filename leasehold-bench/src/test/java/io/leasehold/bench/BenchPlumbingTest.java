@@ -44,11 +44,12 @@ class BenchPlumbingTest {
         new AcquireRelease.Params(2, 4, Duration.ofSeconds(5), Duration.ofMillis(100), SHORT)).run();
     contended = new Contended(ClientFactory.forUri("memory:"), "memory",
         new Contended.Params(3, Duration.ofSeconds(5), Duration.ZERO, Duration.ofMillis(100), SHORT)).run();
-    // TTL 1 s renews every 333 ms, so the measured second sees each lease renewed.
+    // TTL 3 s renews every second, so the measured 1.5 s see each lease renewed; a shorter TTL
+    // (operations time out after TTL / 6) loses leases on a machine loaded by parallel builds.
     hold = new Hold(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
-        new Hold.Params(2, 2_000, Duration.ofSeconds(1), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofSeconds(1), true, null)).run();
+        new Hold.Params(2, 2_000, Duration.ofSeconds(3), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofMillis(1_500), true, null)).run();
     flooded = new Hold(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
-        new Hold.Params(2, 500, Duration.ofSeconds(1), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofSeconds(1), true,
+        new Hold.Params(2, 500, Duration.ofSeconds(3), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofMillis(1_500), true,
             new Hold.Flood(2, 4, Duration.ofSeconds(5)))).run();
   }
 

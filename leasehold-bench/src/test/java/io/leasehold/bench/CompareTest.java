@@ -3,19 +3,29 @@ package io.leasehold.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The plumbing of {@code compare} on made-up figures: medians and ranges over rounds, pooled
  * percentiles, the rotation of the stores' order, how kills are spread over rounds, and each
- * target's verdict with what it says about the miss. Nothing here runs a store or reads a clock.
+ * target's verdict with what it says about the miss; and one whole run on in-process stores.
+ * Nothing here runs a real store or asserts a figure's size.
  */
+@Timeout(value = 2, unit = TimeUnit.MINUTES)
 class CompareTest {
 
   private static final List<String> STORES = List.of("core", "etcd", "zookeeper");
@@ -232,6 +242,44 @@ class CompareTest {
         .anyMatch(t -> t.contains("write flood")).anyMatch(t -> t.contains("failover"))
         .anyMatch(t -> t.contains("expire-storm")).anyMatch(t -> t.contains("RSS"));
     assertThat(all).extracting(CompareTargets.Verdict::verdict).containsOnly("n/a");
+  }
+
+  @Test
+  void aRunGoesThroughEveryStoreInEveryRoundInTheRotatedOrderAndSurvivesAFailedWorkload(@TempDir Path dir) throws Exception {
+    Compare.Params d = Compare.Params.defaults(true);
+    Duration shortly = Duration.ofMillis(300);
+    Compare.Params p = new Compare.Params(List.of("a", "b"), 2, shortly, Duration.ZERO, shortly, shortly, 2, 2,
+        Duration.ofSeconds(5), 50, Duration.ofSeconds(2), shortly, 2, Duration.ofSeconds(30), 0, 0, d.stormTtl(), 4, 5, dir);
+    AtomicInteger opened = new AtomicInteger();
+    Map<String, ClientFactory> stores = Map.of("a", ClientFactory.forUri("memory:"), "b", ClientFactory.forUri("memory:"));
+    List<String> started = new ArrayList<>();
+    StringWriter progress = new StringWriter();
+    Compare.Outcome outcome = new Compare(p, (store, parent) -> {
+      started.add(store);
+      assertThat(parent).isEqualTo(dir);
+      ClientFactory memory = stores.get(store);
+      // Store a's 5th backend, its first run's low-load client (after the two warm-ups' 2 + 2), fails.
+      return Target.ofClients(store, () -> {
+        if (store.equals("a") && opened.incrementAndGet() == 5) {
+          throw new IllegalStateException("no backend today");
+        }
+        return memory.open();
+      });
+    }, new PrintWriter(progress)).run();
+
+    assertThat(started).containsExactly("a", "b", "b", "a");
+    assertThat(outcome.runs()).extracting(Compare.Run::round).containsExactly(1, 1, 2, 2);
+    assertThat(outcome.runs()).extracting(Compare.Run::position).containsExactly(1, 2, 1, 2);
+    Compare.Run failed = outcome.runs().get(0);
+    assertThat(failed.failure()).startsWith("low-load: java.lang.IllegalStateException: no backend today");
+    assertThat(failed.results()).extracting(Result::workload).containsExactly("warm-up", "acquire-release", "contended", "hold");
+    assertThat(outcome.runs().get(3).results()).extracting(Result::workload)
+        .containsExactly("warm-up", "low-load", "acquire-release", "contended", "hold");
+    assertThat(outcome.failures()).containsExactly("a, round 1: low-load: java.lang.IllegalStateException: no backend today");
+    assertThat(outcome.fsync().value("fsync_p99_ms")).isNotNaN();
+    assertThat(outcome.environment()).containsEntry("data_dir", dir.toString()).containsKeys("server_jvm_options", "load_average_start");
+    assertThat(new ComparisonTable(outcome).render()).contains("failed: a, round 1: low-load");
+    assertThat(progress.toString()).contains("round 2 of 2: b, a");
   }
 
   // ---- helpers ----
