@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -30,7 +31,7 @@ final class CoreProcessCluster extends ProcessCluster {
   static final int SIZE = 3;
 
   /** Room for 100,000 leases and their sessions, and the same heap as the ZooKeeper servers. */
-  static final String HEAP = "-Xmx1g";
+  static final String HEAP = Jvm.HEAP;
 
   /** A node without a leader answers Status after its 1 s attempt to read the counts. */
   private static final long STATUS_DEADLINE_MILLIS = 2_500;
@@ -68,8 +69,9 @@ final class CoreProcessCluster extends ProcessCluster {
 
   @Override
   List<String> command(int i) {
-    List<String> command = new ArrayList<>(List.of(Jvm.java(), HEAP, "-XX:+ExitOnOutOfMemoryError"));
-    command.addAll(Jvm.loggingOptions());
+    // The same JVM options as the ZooKeeper servers (Jvm.serverOptions()).
+    List<String> command = new ArrayList<>(List.of(Jvm.java()));
+    command.addAll(Jvm.serverOptions());
     command.addAll(
         List.of(
             "-cp",
@@ -137,6 +139,21 @@ final class CoreProcessCluster extends ProcessCluster {
       }
     }
     return leader < 0 ? Optional.empty() : Optional.of(leader);
+  }
+
+  /** The held-lease count of the first node that can read it through a leader. */
+  @Override
+  public OptionalLong heldLeases() {
+    for (int i = 0; i < SIZE; i++) {
+      if (!running(i)) {
+        continue;
+      }
+      StatusResponse r = await(ask(i));
+      if (r != null && r.getCountsKnown()) {
+        return OptionalLong.of(r.getHeldLeases());
+      }
+    }
+    return OptionalLong.empty();
   }
 
   private ListenableFuture<StatusResponse> ask(int i) {
