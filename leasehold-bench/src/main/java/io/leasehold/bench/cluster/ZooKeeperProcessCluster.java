@@ -102,7 +102,7 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
             + "# Off: it would listen on port 8080 in every server.\n"
             + "admin.enableServer=false\n"
             + "# srvr tells the leader from the followers; mntr counts the ephemeral nodes (held leases).\n"
-            + "4lw.commands.whitelist=srvr,ruok,mntr\n",
+            + "4lw.commands.whitelist=srvr,ruok,mntr,dump\n",
         StandardCharsets.UTF_8);
   }
 
@@ -172,9 +172,9 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
   }
 
   /**
-   * The leader's {@code zk_ephemerals_count} ({@code mntr}): every held lease is one ephemeral
-   * holder node, owned by its holder's session and deleted with it (docs/zookeeper.md). The
-   * leader's, since it applies a session's expiry first.
+   * The holder nodes in the leader's {@code dump} of ephemeral nodes: every held lease is one
+   * ephemeral holder node, owned by its holder's session and deleted with it (docs/zookeeper.md).
+   * The leader's, since it applies a session's expiry first.
    */
   @Override
   public OptionalLong heldLeases() {
@@ -186,13 +186,13 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
       if (mntr.isEmpty() || !"leader".equals(tabField(mntr.get(), "zk_server_state").orElse(null))) {
         continue;
       }
-      Optional<String> count = tabField(mntr.get(), "zk_ephemerals_count");
-      if (count.isPresent()) {
-        try {
-          return OptionalLong.of(Long.parseLong(count.get()));
-        } catch (NumberFormatException e) {
-          return OptionalLong.empty();
-        }
+      // The leader's dump lists every session's ephemeral nodes; a held lease is one holder
+      // node (the backend's per-session marker nodes are ephemeral too, and are not leases).
+      Optional<String> dump = Loopback.exchange(clientPorts[i], "dump");
+      if (dump.isPresent()) {
+        return OptionalLong.of(dump.get().lines().map(String::strip)
+            .filter(l -> l.startsWith("/") && l.contains("/leases/") && l.endsWith("/holder"))
+            .count());
       }
     }
     return OptionalLong.empty();
