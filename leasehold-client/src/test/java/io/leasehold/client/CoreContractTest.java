@@ -6,7 +6,7 @@ import io.leasehold.testkit.LeaseContractSuite;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
-/** The whole contract on a real 3-node core, real time, TTL 2 s, faults through TCP proxies. */
+/** The whole contract on a real 3-node core, real time, TTL 3 s, faults through TCP proxies. */
 class CoreContractTest extends LeaseContractSuite {
 
   private static LocalCluster cluster;

@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class CoreFixture implements ContractFixture {
 
-  static final Duration TTL = Duration.ofSeconds(2);
+  static final Duration TTL = Duration.ofSeconds(3);
 
   private final LocalCluster cluster;
   private final List<CoreContender> contenders = new ArrayList<>();
