@@ -33,6 +33,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "A local cluster to develop against: leasehold dev; then, in another terminal: leasehold status",
       "A command run only while a lease is held: leasehold run --lease NAME -- COMMAND",
       "To take a lease away from its holder (it stops first): leasehold revoke NAME",
+      "To move a cluster's leadership before maintenance: leasehold admin transfer-leader",
       "To see leases at work under faults: leasehold demo"
     },
     subcommands = {
@@ -40,6 +41,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       ServerCommand.class,
       StatusCommand.class,
       RevokeCommand.class,
+      AdminCommand.class,
       RunCommand.class,
       DemoCommand.class,
       HelpCommand.class

@@ -41,6 +41,9 @@ import picocli.CommandLine.Spec;
     })
 final class ServerCommand implements Callable<Integer> {
 
+  /** How long a leader being stopped waits for a follower to take over before it stops anyway. */
+  static final Duration HAND_OVER_LIMIT = Duration.ofSeconds(5);
+
   // The ranges NodeConfig enforces, repeated here to name the command line's options.
   static final Duration MIN_ELECTION_TIMEOUT = Duration.ofMillis(50);
   static final Duration MAX_ELECTION_TIMEOUT = Duration.ofMinutes(1);
@@ -202,6 +205,12 @@ final class ServerCommand implements Callable<Integer> {
         foreground.await(null);
         err.println("leasehold server: stopping node " + id);
         err.flush();
+        // A planned stop: a leader hands over first, so clients need not wait for an election.
+        node.handOverLeadership(HAND_OVER_LIMIT)
+            .ifPresent(successor -> {
+              err.println("leasehold server: node " + id + " handed the leadership to " + successor);
+              err.flush();
+            });
       }
     }
     return 0;

@@ -34,6 +34,8 @@ import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
 import io.leasehold.core.proto.StatusRequest;
 import io.leasehold.core.proto.StatusResponse;
+import io.leasehold.core.proto.TransferLeaderRequest;
+import io.leasehold.core.proto.TransferLeaderResponse;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
 import io.leasehold.server.state.Command;
@@ -42,7 +44,9 @@ import io.leasehold.server.state.Failure;
 import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -72,11 +76,13 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final RaftGateway raft;
   private final WatchHub watches;
   private final Supplier<NodeStatus> nodeStatus;
+  private final LeadershipTransfer leadership;
 
-  ClientService(RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus) {
+  ClientService(RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus, LeadershipTransfer leadership) {
     this.raft = raft;
     this.watches = watches;
     this.nodeStatus = nodeStatus;
+    this.leadership = leadership;
   }
 
   @Override
@@ -299,6 +305,42 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         }
       }
     };
+  }
+
+  @Override
+  public void transferLeader(TransferLeaderRequest request, StreamObserver<TransferLeaderResponse> out) {
+    if (request.getTimeoutMs() > LeadershipTransfer.MAX_TIMEOUT.toMillis()) {
+      out.onError(
+          Status.INVALID_ARGUMENT
+              .withDescription(
+                  "timeout_ms must be 0 (the default, " + LeadershipTransfer.DEFAULT_TIMEOUT.toMillis() + ") to "
+                      + LeadershipTransfer.MAX_TIMEOUT.toMillis() + "; was " + request.getTimeoutMs())
+              .asException());
+      return;
+    }
+    Duration timeout =
+        request.getTimeoutMs() == 0 ? LeadershipTransfer.DEFAULT_TIMEOUT : Duration.ofMillis(request.getTimeoutMs());
+    Optional<String> to = request.getTo().isEmpty() ? Optional.empty() : Optional.of(request.getTo());
+    leadership
+        .move(to, timeout)
+        .whenComplete(
+            (moved, error) -> {
+              if (error == null) {
+                out.onNext(
+                    TransferLeaderResponse.newBuilder()
+                        .setPreviousLeader(moved.previousLeader())
+                        .setLeader(moved.leader())
+                        .build());
+                out.onCompleted();
+                return;
+              }
+              Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+              Status status =
+                  cause instanceof IllegalArgumentException
+                      ? Status.INVALID_ARGUMENT
+                      : cause instanceof LeadershipTransfer.NotNowException ? Status.FAILED_PRECONDITION : Status.ABORTED;
+              out.onError(status.withDescription(cause.getMessage()).withCause(cause).asException());
+            });
   }
 
   @Override

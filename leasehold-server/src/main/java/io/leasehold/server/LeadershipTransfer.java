@@ -1,0 +1,206 @@
+package io.leasehold.server;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
+import org.apache.ratis.proto.RaftProtos.ServerRpcProto;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Planned moves of the Raft leadership: an operator's {@code TransferLeader}, and the hand-over of
+ * a leader that is being stopped, so that clients wait for neither an election timeout nor a
+ * failover of their own.
+ *
+ * <p>Why a move keeps every lease: Ratis ends the old leader's leader lease before it asks the
+ * new one to stand, so from then on the old leader answers a keep-alive only after a majority
+ * confirmed it still leads (which it no longer can once the new one leads); and a new leader
+ * re-arms every session for a full TTL from the moment it leads, as after any election. A
+ * keep-alive confirmed by the old leader was sent before that moment, so the holder's deadline,
+ * measured from its send, ends before the session's can.
+ */
+final class LeadershipTransfer implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(LeadershipTransfer.class);
+
+  /** How long a move waits for the new leader unless told otherwise. */
+  static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+  /** How often a node that knows no leader looks again, while a move waits for one. */
+  private static final Duration LEADER_POLL = Duration.ofMillis(20);
+
+  /** The longest a caller may ask to wait. */
+  static final Duration MAX_TIMEOUT = Duration.ofMinutes(1);
+
+  /** The leader before a move and the node that leads after it. */
+  record Moved(String previousLeader, String leader) {}
+
+  /** The move cannot start in the cluster's present state (no leader; not asked of the leader). */
+  static final class NotNowException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    NotNowException(String message) {
+      super(message);
+    }
+  }
+
+  private final NodeConfig config;
+  private final RaftServer server;
+  private final RaftGroupId group;
+  private final RaftClient client;
+  /** Ratis's admin call blocks; moves are rare, so one thread runs them one at a time. */
+  private final ExecutorService mover;
+
+  LeadershipTransfer(NodeConfig config, RaftServer server, RaftGroupId group, RaftClient client) {
+    this.config = config;
+    this.server = server;
+    this.group = group;
+    this.client = client;
+    this.mover =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "leasehold-leadership-" + config.self());
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  /**
+   * Moves the leadership.
+   *
+   * @param to the node that should lead; empty for the follower this node, the leader, heard from
+   *     last
+   * @param timeout how long to wait for the new leader, up to {@link #MAX_TIMEOUT}
+   * @return completes once {@code to} leads; with {@link IllegalArgumentException} for an unknown
+   *     id, {@link NotNowException} when there is no leader or {@code to} is empty on a follower,
+   *     and Ratis's exception when the move failed or timed out
+   */
+  CompletableFuture<Moved> move(Optional<String> to, Duration timeout) {
+    if (timeout.isNegative() || timeout.isZero() || timeout.compareTo(MAX_TIMEOUT) > 0) {
+      return CompletableFuture.failedFuture(
+          new IllegalArgumentException(
+              "timeout must be 1 ms to " + MAX_TIMEOUT.toMillis() + " ms; was " + timeout.toMillis() + " ms"));
+    }
+    if (to.isPresent() && config.peers().stream().noneMatch(p -> p.id().equals(to.get()))) {
+      return CompletableFuture.failedFuture(
+          new IllegalArgumentException(
+              "to must be one of the cluster's nodes ("
+                  + String.join(", ", config.peers().stream().map(Peer::id).toList())
+                  + "); was '" + to.get() + "'"));
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    return CompletableFuture.supplyAsync(() -> moveNow(to, deadline), mover);
+  }
+
+  /** Runs on the mover thread: it may wait for a leader to be known, and for Ratis's answer. */
+  private Moved moveNow(Optional<String> to, long deadline) {
+    long started = System.nanoTime();
+    DivisionInfo info = awaitKnownLeader(deadline);
+    String previous = info.getLeaderId().toString();
+    String target;
+    if (to.isPresent()) {
+      target = to.get();
+    } else if (info.isLeader()) {
+      target =
+          freshestFollower(info.getRoleInfoProto())
+              .orElseThrow(() -> new NotNowException("leader " + previous + " has no follower to hand over to"));
+    } else {
+      throw new NotNowException(
+          "node " + config.self() + " does not lead (" + previous + " does): name the node that should lead, or"
+              + " ask the leader to pick one");
+    }
+    if (target.equals(previous)) {
+      return new Moved(previous, previous);
+    }
+    long left = Math.max(1, Duration.ofNanos(deadline - System.nanoTime()).toMillis());
+    try {
+      RaftClientReply reply = client.admin().transferLeadership(RaftPeerId.valueOf(target), left);
+      if (!reply.isSuccess()) {
+        throw new IllegalStateException("the leadership did not move to " + target + ": " + reply);
+      }
+    } catch (IOException e) {
+      throw new CompletionException(e);
+    }
+    log.info(
+        "leadership moved from {} to {} in {} ms (asked through node {})",
+        previous, target, Duration.ofNanos(System.nanoTime() - started).toMillis(), config.self());
+    return new Moved(previous, target);
+  }
+
+  /**
+   * This node's view of the group once it knows a leader: a node that has just started, or one
+   * during an election, knows none for a moment, and the caller gave the move time anyway.
+   */
+  private DivisionInfo awaitKnownLeader(long deadline) {
+    while (true) {
+      DivisionInfo info;
+      try {
+        info = server.getDivision(group).getInfo();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      if (info.getLeaderId() != null) {
+        return info;
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new NotNowException("node " + config.self() + " knows no leader (an election is under way?); try again");
+      }
+      try {
+        Thread.sleep(LEADER_POLL.toMillis()); // on the mover thread, which exists to wait
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new NotNowException("node " + config.self() + " is stopping");
+      }
+    }
+  }
+
+  /**
+   * Hands the leadership to a follower if this node leads, and waits for it, at most {@code
+   * within}: called before the node stops, so that clients do not wait for an election.
+   *
+   * @return the node that leads now because of it; empty if this node did not lead or the move
+   *     failed (logged)
+   */
+  Optional<String> handOver(Duration within) {
+    try {
+      if (!server.getDivision(group).getInfo().isLeader()) {
+        return Optional.empty();
+      }
+      Moved moved = move(Optional.empty(), within).join();
+      log.info("node {} handed the leadership to {} before stopping", config.self(), moved.leader());
+      return Optional.of(moved.leader());
+    } catch (IOException | RuntimeException e) {
+      Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+      log.warn(
+          "node {} could not hand the leadership over before stopping ({}); the others elect a leader"
+              + " after their election timeout",
+          config.self(), cause.toString());
+      return Optional.empty();
+    }
+  }
+
+  /** The follower that answered the leader most recently (so it is up and likely caught up). */
+  private static Optional<String> freshestFollower(RoleInfoProto role) {
+    return role.getLeaderInfo().getFollowerInfoList().stream()
+        .min(Comparator.comparingLong(ServerRpcProto::getLastRpcElapsedTimeMs))
+        .map(f -> RaftPeerId.valueOf(f.getId().getId()).toString());
+  }
+
+  @Override
+  public void close() {
+    mover.shutdownNow();
+  }
+}
