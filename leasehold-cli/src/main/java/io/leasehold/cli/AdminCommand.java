@@ -4,11 +4,20 @@ import io.grpc.Status;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.client.CoreClient;
+import io.leasehold.core.proto.SaveSnapshotRequest;
+import io.leasehold.core.proto.SnapshotChunk;
 import io.leasehold.core.proto.StatusRequest;
 import io.leasehold.core.proto.StatusResponse;
 import io.leasehold.core.proto.TransferLeaderRequest;
 import io.leasehold.core.proto.TransferLeaderResponse;
+import io.grpc.stub.StreamObserver;
+import io.leasehold.server.Backup;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,6 +29,7 @@ import java.util.concurrent.ExecutionException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
@@ -29,7 +39,7 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     header = "Operates a running Leasehold core cluster.",
     description = "Commands for operators of the consistent core; see docs/operations.md.",
-    subcommands = {AdminCommand.TransferLeader.class})
+    subcommands = {AdminCommand.TransferLeader.class, AdminCommand.Snapshot.class})
 final class AdminCommand implements Callable<Integer> {
 
   @Spec private CommandSpec spec;
@@ -173,6 +183,151 @@ final class AdminCommand implements Callable<Integer> {
         throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (admin works on the"
             + " consistent core only): " + e.getMessage());
       }
+    }
+
+    private ParameterException bad(String message) {
+      return new ParameterException(spec.commandLine(), message);
+    }
+  }
+
+  /** {@code leasehold admin snapshot ...}: backups. */
+  @Command(
+      name = "snapshot",
+      mixinStandardHelpOptions = true,
+      header = "Backs up a core cluster's whole state.",
+      description = "Restore a backup with `leasehold server --bootstrap --restore FILE` on every node of a new"
+          + " cluster; see docs/core.md.",
+      subcommands = {Save.class})
+  static final class Snapshot implements Callable<Integer> {
+    @Spec private CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      spec.commandLine().usage(spec.commandLine().getErr());
+      return 2;
+    }
+  }
+
+  /** {@code leasehold admin snapshot save FILE}. */
+  @Command(
+      name = "save",
+      mixinStandardHelpOptions = true,
+      header = "Saves a point-in-time copy of a core cluster's whole state to FILE.",
+      description = {
+        "Reads the whole state through the leader (a linearizable read: every write acknowledged"
+            + " before the command started is in it) and writes it to FILE with its revision and a"
+            + " SHA-256, atomically: FILE is whole or absent, never half-written.",
+        "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
+            + Backends.DEV_URI,
+        "Exits 0 once FILE is written, 1 if no node answered or the copy failed, 2 for bad options."
+      })
+  static final class Save implements Callable<Integer> {
+
+    static final Duration MAX_TIMEOUT = Duration.ofMinutes(10);
+
+    @Spec private CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "FILE", description = "Where the backup goes (replaced if it exists).")
+    private Path file;
+
+    @Option(
+        names = "--backend",
+        paramLabel = "URI",
+        description = "The cluster, leasehold://host:port,host:port,... (default: see above).")
+    private String backend;
+
+    @Option(
+        names = "--timeout",
+        paramLabel = "DURATION",
+        defaultValue = "30s",
+        description = "How long each node has to send the copy, 100ms to 10m (default: ${DEFAULT-VALUE}).")
+    private Duration timeout;
+
+    /** The chunks of one attempt, put together. */
+    private record Copy(long revision, byte[] data, byte[] sha256, long totalBytes) {}
+
+    @Override
+    public Integer call() throws InterruptedException {
+      String uri = Backends.orDefault(backend);
+      List<InetSocketAddress> endpoints;
+      try {
+        endpoints = CoreBackendProvider.endpoints(uri);
+      } catch (IllegalArgumentException e) {
+        throw bad((backend != null ? "--backend" : "$" + Backends.ENV) + " must be a core URI,"
+            + " leasehold://host:port,host:port,... (admin works on the consistent core only): " + e.getMessage());
+      }
+      if (timeout.compareTo(StatusCommand.MIN_TIMEOUT) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
+        throw bad("--timeout must be between " + Durations.format(StatusCommand.MIN_TIMEOUT) + " and "
+            + Durations.format(MAX_TIMEOUT) + "; was " + Durations.format(timeout));
+      }
+      Path dir = file.toAbsolutePath().getParent();
+      if (Files.isDirectory(file) || dir == null || !Files.isDirectory(dir) || !Files.isWritable(dir)) {
+        throw bad("FILE must be a file in a writable directory; was " + file);
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      PrintWriter err = spec.commandLine().getErr();
+      Copy copy;
+      try (CoreClient client = new CoreClient(endpoints, timeout)) {
+        copy = client.<Copy>call((stub, o) -> stub.saveSnapshot(SaveSnapshotRequest.getDefaultInstance(), collect(o))).get();
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        err.println("leasehold admin snapshot save: "
+            + (cause instanceof LeaseStoreUnavailableException
+                ? "no node of " + uri + " answered; nothing was saved. Is the cluster running? (" + cause.getMessage() + ")"
+                : "the copy failed; nothing was saved: " + cause.getMessage()));
+        err.flush();
+        return 1;
+      }
+      try {
+        if (copy.data().length != copy.totalBytes()
+            || !MessageDigest.isEqual(copy.sha256(), MessageDigest.getInstance("SHA-256").digest(copy.data()))) {
+          err.println("leasehold admin snapshot save: the copy arrived damaged (size or SHA-256 differs); nothing"
+              + " was saved; try again");
+          err.flush();
+          return 1;
+        }
+        Backup backup = new Backup(copy.revision(), System.currentTimeMillis(), copy.data());
+        backup.writeTo(file);
+        out.println("saved revision " + copy.revision() + " (" + copy.data().length + " bytes, sha256 "
+            + backup.sha256() + ") to " + file);
+        out.flush();
+        return 0;
+      } catch (IOException | java.security.NoSuchAlgorithmException e) {
+        err.println("leasehold admin snapshot save: could not write " + file + ": " + e.getMessage());
+        err.flush();
+        return 1;
+      }
+    }
+
+    /** An observer of the stream that hands the whole copy on as one value when it completes. */
+    private static StreamObserver<SnapshotChunk> collect(StreamObserver<Copy> whole) {
+      return new StreamObserver<>() {
+        private final ByteArrayOutputStream data = new ByteArrayOutputStream();
+        private SnapshotChunk first;
+
+        @Override
+        public void onNext(SnapshotChunk chunk) {
+          if (first == null) {
+            first = chunk;
+          }
+          data.writeBytes(chunk.getData().toByteArray());
+        }
+
+        @Override
+        public void onError(Throwable t) {
+          whole.onError(t);
+        }
+
+        @Override
+        public void onCompleted() {
+          if (first == null) {
+            whole.onError(io.grpc.Status.INTERNAL.withDescription("the node sent no copy").asException());
+            return;
+          }
+          whole.onNext(new Copy(first.getRevision(), data.toByteArray(), first.getSha256().toByteArray(), first.getTotalBytes()));
+          whole.onCompleted();
+        }
+      };
     }
 
     private ParameterException bad(String message) {

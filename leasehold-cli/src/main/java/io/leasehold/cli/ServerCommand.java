@@ -1,5 +1,6 @@
 package io.leasehold.cli;
 
+import io.leasehold.server.Backup;
 import io.leasehold.server.CoreNode;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.Peer;
@@ -87,6 +88,24 @@ final class ServerCommand implements Callable<Integer> {
   private boolean bootstrap;
 
   @Option(
+      names = "--restore",
+      paramLabel = "FILE",
+      description = "With --bootstrap: seed this node of a new cluster with a backup from `leasehold admin"
+          + " snapshot save`. Give every node of the new cluster the same FILE.")
+  private Path restore;
+
+  @Option(
+      names = "--bump-revision",
+      paramLabel = "N",
+      defaultValue = "1000000000000",
+      description = "With --restore: move the revision, and so every fencing token, N past the backup's, so"
+          + " that no token the old cluster issued after the backup is issued again; 0 to 10^15"
+          + " (default: ${DEFAULT-VALUE}).")
+  private long bumpRevision;
+
+  static final long MAX_BUMP_REVISION = 1_000_000_000_000_000L;
+
+  @Option(
       names = "--join",
       description = {
         "Reserved: a new node joining a running cluster (its empty directory formatted, the node"
@@ -171,12 +190,13 @@ final class ServerCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     NodeConfig config = config();
+    CoreNode.Restore restoring = restore();
     PrintWriter err = spec.commandLine().getErr();
     Peer self = config.selfPeer();
     try (Foreground foreground = new Foreground()) {
       CoreNode node;
       try {
-        node = CoreNode.start(config);
+        node = restoring == null ? CoreNode.start(config) : CoreNode.startRestoring(config, restoring);
       } catch (StartRefusedException e) {
         // Not a failure to report with a trace: the node would have lost data or broken the
         // leader lease. One line, naming the flag that decides.
@@ -214,6 +234,24 @@ final class ServerCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /** {@return the checked backup to restore, or null}; refuses a bad file before anything starts */
+  private CoreNode.Restore restore() {
+    if (restore == null) {
+      return null;
+    }
+    if (!bootstrap) {
+      throw bad("--restore seeds a new node: it needs --bootstrap (and an empty --data-dir)");
+    }
+    if (bumpRevision < 0 || bumpRevision > MAX_BUMP_REVISION) {
+      throw bad("--bump-revision must be 0 to " + MAX_BUMP_REVISION + "; was " + bumpRevision);
+    }
+    try {
+      return new CoreNode.Restore(Backup.readFrom(restore), bumpRevision);
+    } catch (java.io.IOException e) {
+      throw bad("--restore: " + (e instanceof java.nio.file.NoSuchFileException ? restore + " does not exist" : e.getMessage()));
+    }
   }
 
   private ParameterException bad(String message) {

@@ -33,6 +33,8 @@ import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
 import io.leasehold.core.proto.StatusRequest;
+import io.leasehold.core.proto.SaveSnapshotRequest;
+import io.leasehold.core.proto.SnapshotChunk;
 import io.leasehold.core.proto.StatusResponse;
 import io.leasehold.core.proto.TransferLeaderRequest;
 import io.leasehold.core.proto.TransferLeaderResponse;
@@ -43,6 +45,8 @@ import io.leasehold.server.state.Counts;
 import io.leasehold.server.state.Failure;
 import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
+import io.leasehold.server.state.SnapshotCopy;
+import io.leasehold.server.state.SnapshotCopyRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
@@ -305,6 +309,46 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         }
       }
     };
+  }
+
+  /** Bytes of the copy per streamed chunk: well under gRPC's default 4 MiB message limit. */
+  static final int SNAPSHOT_CHUNK_BYTES = 1 << 20;
+
+  @Override
+  public void saveSnapshot(SaveSnapshotRequest request, StreamObserver<SnapshotChunk> out) {
+    raft.read(Query.newBuilder().setSnapshot(SnapshotCopyRequest.getDefaultInstance()).build())
+        .whenComplete(
+            (bytes, error) -> {
+              if (error != null) {
+                out.onError(unavailable("the copy was not confirmed by a leader", error));
+                return;
+              }
+              SnapshotCopy copy;
+              try {
+                copy = SnapshotCopy.parseFrom(bytes);
+              } catch (InvalidProtocolBufferException e) {
+                out.onError(Status.INTERNAL.withDescription("malformed copy").withCause(e).asException());
+                return;
+              }
+              com.google.protobuf.ByteString data = copy.getData();
+              byte[] sha256;
+              try {
+                sha256 = java.security.MessageDigest.getInstance("SHA-256").digest(data.toByteArray());
+              } catch (java.security.NoSuchAlgorithmException e) {
+                out.onError(Status.INTERNAL.withCause(e).asException());
+                return;
+              }
+              int size = data.size();
+              for (int from = 0; from < size || from == 0; from += SNAPSHOT_CHUNK_BYTES) {
+                SnapshotChunk.Builder chunk =
+                    SnapshotChunk.newBuilder().setData(data.substring(from, Math.min(size, from + SNAPSHOT_CHUNK_BYTES)));
+                if (from == 0) {
+                  chunk.setRevision(copy.getRevision()).setTotalBytes(size).setSha256(com.google.protobuf.ByteString.copyFrom(sha256));
+                }
+                out.onNext(chunk.build());
+              }
+              out.onCompleted();
+            });
   }
 
   @Override

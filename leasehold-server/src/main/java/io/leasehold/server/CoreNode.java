@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -114,6 +115,44 @@ public final class CoreNode implements AutoCloseable {
    * @throws UncheckedIOException if a port is taken or the data directory is unusable
    */
   public static CoreNode start(NodeConfig config) {
+    return start(config, null);
+  }
+
+  /**
+   * A backup to seed a node of a new cluster with, and how far to move the revision past the
+   * backup's (more than the tokens the old cluster may have issued after it was taken).
+   *
+   * @param backup the checked backup
+   * @param bumpRevision at least 0
+   */
+  public record Restore(Backup backup, long bumpRevision) {
+    public Restore {
+      Objects.requireNonNull(backup, "backup");
+      if (bumpRevision < 0) {
+        throw new IllegalArgumentException("bumpRevision must be at least 0; was " + bumpRevision);
+      }
+    }
+  }
+
+  /**
+   * Starts a node of a new cluster from a backup: like {@link #start}, with {@link
+   * NodeConfig.StartMode#BOOTSTRAP} only (an empty data directory), every node of the new cluster
+   * restored from the same file. Sessions in the backup get a full TTL from the first leader's
+   * election; revisions, and so fencing tokens, continue above the backup's plus the bump.
+   *
+   * @throws StartRefusedException without BOOTSTRAP, or if the data directory is not empty
+   */
+  public static CoreNode startRestoring(NodeConfig config, Restore restore) {
+    Objects.requireNonNull(restore, "restore");
+    if (config.startMode() != NodeConfig.StartMode.BOOTSTRAP) {
+      throw new StartRefusedException(
+          "node " + config.self() + " refuses to restore a backup onto a node that has data: --restore needs"
+              + " --bootstrap and an empty --data-dir (a backup seeds a new cluster)");
+    }
+    return start(config, restore);
+  }
+
+  private static CoreNode start(NodeConfig config, Restore restore) {
     boolean format = DataDir.checkFormat(config);
     PeerSettings peerSettings = new PeerSettings(config);
     try {
@@ -123,6 +162,9 @@ public final class CoreNode implements AutoCloseable {
       throw e;
     }
     CoreNode node = new CoreNode(config, peerSettings);
+    if (restore != null) {
+      node.stateMachine.restoreOnFirstStart(restore.backup(), restore.bumpRevision());
+    }
     try {
       node.startAll(format);
       return node;

@@ -761,13 +761,25 @@ final class CoreState {
    * the copy of the state holds the lock (keys are immutable messages, so it copies references);
    * serialising and writing do not, so reads and keep-alives are not held up by the disk.
    */
-  void writeSnapshot(OutputStream out) throws IOException {
+  long writeSnapshot(OutputStream out) throws IOException {
     SnapshotBody body = snapshotBody();
     DataOutputStream data = new DataOutputStream(out);
     data.writeInt(SNAPSHOT_MAGIC);
     data.writeInt(SNAPSHOT_FORMAT);
     body.writeDelimitedTo(data);
     data.flush();
+    return body.getRevision();
+  }
+
+  /**
+   * Moves the revision (the last fencing token issued) forward by {@code by}: for a cluster
+   * restored from a backup, whose original may have issued tokens after the backup was taken.
+   */
+  synchronized void bumpRevision(long by) {
+    if (by < 0 || Long.MAX_VALUE - revision < by) {
+      throw new IllegalArgumentException("bump must be 0 to " + (Long.MAX_VALUE - revision) + "; was " + by);
+    }
+    revision += by;
   }
 
   private synchronized SnapshotBody snapshotBody() {

@@ -7,6 +7,7 @@ import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Heard;
 import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
+import io.leasehold.server.state.SnapshotCopy;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.File;
@@ -108,6 +109,12 @@ final class LeaseStateMachine extends BaseStateMachine {
     super.initialize(server, groupId, raftStorage);
     division = server.getDivision(groupId);
     storage.init(raftStorage);
+    if (restore != null) {
+      if (storage.loadLatestSnapshot() != null) {
+        throw new IOException("a node with a snapshot cannot be restored from a backup");
+      }
+      writeRestoredSnapshot();
+    }
     getLifeCycle().startAndTransition(this::loadLatestSnapshot, IOException.class);
   }
 
@@ -152,11 +159,54 @@ final class LeaseStateMachine extends BaseStateMachine {
             .toString().replace('\n', ' '));
   }
 
+  /** The whole state for a backup: a copy taken under the state's lock, serialised outside it. */
+  private SnapshotCopy snapshotCopy() {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    try {
+      long revision = state.writeSnapshot(out);
+      return SnapshotCopy.newBuilder().setRevision(revision).setData(com.google.protobuf.UnsafeByteOperations.unsafeWrap(out.toByteArray())).build();
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException("could not copy the state", e);
+    }
+  }
+
+  /**
+   * Seeds a node of a new cluster with a backup's state, before the node's first start: the state
+   * is written as this node's snapshot at term 0, index 0, so Raft's log begins after it on every
+   * node restored from the same file. The revision jumps by {@code bumpRevision}, so no fencing
+   * token the old cluster issued after the backup is issued again.
+   */
+  void restoreOnFirstStart(Backup backup, long bumpRevision) {
+    this.restore = backup;
+    this.restoreBump = bumpRevision;
+  }
+
+  private Backup restore;
+  private long restoreBump;
+
+  private void writeRestoredSnapshot() throws IOException {
+    state.readSnapshot(new java.io.ByteArrayInputStream(restore.body()));
+    state.bumpRevision(restoreBump);
+    TermIndex first = TermIndex.valueOf(0, 0);
+    File file = storage.getSnapshotFile(first.getTerm(), first.getIndex());
+    writeSnapshotFile(file, first);
+    log.info(
+        "{}: restored a backup at revision {} (taken at {}); revisions continue from {}",
+        getId(), restore.revision(), java.time.Instant.ofEpochMilli(restore.takenAtMillis()), state.revision());
+    restore = null;
+  }
+
   @Override
   public long takeSnapshot() throws IOException {
     // Runs on the applying thread, so the state and the last applied index agree.
     TermIndex last = getLastAppliedTermIndex();
     File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
+    writeSnapshotFile(file, last);
+    return last.getIndex();
+  }
+
+  /** Writes the state as the snapshot at {@code at}: atomically, on disk, with its MD5 beside it. */
+  private void writeSnapshotFile(File file, TermIndex at) throws IOException {
     File tmp = new File(file.getParentFile(), file.getName() + ".tmp");
     try (FileOutputStream fileOut = new FileOutputStream(tmp);
         OutputStream out = new BufferedOutputStream(fileOut)) {
@@ -168,9 +218,8 @@ final class LeaseStateMachine extends BaseStateMachine {
     Files.move(tmp.toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
     syncDirectory(file.getParentFile().toPath());
     MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
-    storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
+    storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), at));
     log.info("{}: wrote snapshot {} ({} bytes)", getId(), file.getName(), file.length());
-    return last.getIndex();
   }
 
   /**
@@ -302,6 +351,8 @@ final class LeaseStateMachine extends BaseStateMachine {
         return keepAlive(query.getKeepAlive());
       case COUNTS:
         return CompletableFuture.completedFuture(message(state.counts().toByteArray()));
+      case SNAPSHOT:
+        return CompletableFuture.completedFuture(message(snapshotCopy().toByteArray()));
       default:
         return CompletableFuture.failedFuture(
             new IOException("unknown query " + query.getKindCase()));

@@ -1,0 +1,138 @@
+package io.leasehold.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseSettings;
+import io.leasehold.server.LocalCluster;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code leasehold admin snapshot save} and {@code leasehold server --bootstrap --restore} (issue
+ * 16, item 4): a backup of a running cluster seeds a new one whose fencing tokens continue above
+ * the old one's; a damaged file, or one without --bootstrap, is refused before anything starts.
+ */
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
+class BackupRestoreTest {
+
+  private static final Duration PATIENCE = Duration.ofSeconds(30);
+  private static final long BUMP = 1_000_000;
+
+  @Test
+  void aBackupSeedsANewClusterWhoseTokensContinueAboveTheOldOnes() throws Exception {
+    Path dir = DevCommandTest.freshDir("backup");
+    Path file = dir.resolve("core.backup");
+    long heldToken;
+    try (LocalCluster old = LocalCluster.start(3, 0, dir.resolve("old"), c -> c.withElectionTimeout(Duration.ofMillis(300)));
+        LeaseBackend backend = LeaseBackend.open(old.uri())) {
+      old.awaitLeader(PATIENCE);
+      Lease held = backend.newLease(settings("kept-through-restore", "holder"));
+      await("the holder acquires").atMost(PATIENCE).ignoreExceptions().until(() -> held.acquire().get(20, TimeUnit.SECONDS));
+      heldToken = held.fencingToken().orElseThrow();
+
+      Cli save = Cli.run("admin", "snapshot", "save", file.toString(), "--backend", old.uri());
+
+      assertThat(save.exitCode()).as(save.out() + save.err()).isZero();
+      assertThat(save.out()).containsPattern("^saved revision \\d+ \\(\\d+ bytes, sha256 [0-9a-f]{64}\\) to " + Pattern.quote(file.toString()));
+      Matcher revision = Pattern.compile("^saved revision (\\d+)").matcher(save.out());
+      assertThat(revision.find()).isTrue();
+      assertThat(Long.parseLong(revision.group(1))).as("the backup's revision").isGreaterThanOrEqualTo(heldToken);
+      assertThat(Files.list(dir).map(p -> p.getFileName().toString())).as("no partial file left").containsExactlyInAnyOrder("old", "core.backup");
+    }
+
+    List<Integer> ports = List.of(RunningCli.freePortPair(), RunningCli.freePortPair(), RunningCli.freePortPair());
+    String peers = "n1=127.0.0.1:" + ports.get(0) + ",n2=127.0.0.1:" + ports.get(1) + ",n3=127.0.0.1:" + ports.get(2);
+    String uri = "leasehold://127.0.0.1:" + ports.get(0) + ",127.0.0.1:" + ports.get(1) + ",127.0.0.1:" + ports.get(2);
+    List<RunningCli> servers = new ArrayList<>();
+    try {
+      for (int i = 1; i <= 3; i++) {
+        servers.add(
+            RunningCli.start(
+                "server", "--id", "n" + i, "--peers", peers, "--data-dir", dir.resolve("new-n" + i).toString(),
+                "--bootstrap", "--restore", file.toString(), "--bump-revision", String.valueOf(BUMP),
+                "--election-timeout", "300ms"));
+      }
+      await("the restored cluster has a leader and the held lease's record")
+          .atMost(PATIENCE)
+          .until(() -> Cli.run("status", "--backend", uri).out().contains("held leases 1"));
+      try (LeaseBackend backend = LeaseBackend.open(uri)) {
+        Lease taken = backend.newLease(settings("kept-through-restore", "someone-else"));
+        assertThat(taken.acquire().get(20, TimeUnit.SECONDS)).as("another owner, while the restored record lives").isFalse();
+        Lease fresh = backend.newLease(settings("new-after-restore", "someone"));
+        await("a new lease is granted").atMost(PATIENCE).ignoreExceptions().until(() -> fresh.acquire().get(20, TimeUnit.SECONDS));
+        assertThat(fresh.fencingToken().orElseThrow())
+            .as("the first token after the restore: above the old cluster's, by the bump")
+            .isGreaterThan(heldToken + BUMP);
+      }
+    } finally {
+      servers.forEach(RunningCli::close);
+    }
+  }
+
+  @Test
+  void aDamagedBackupOrOneWithoutBootstrapIsRefusedBeforeAnythingStarts() throws Exception {
+    Path dir = DevCommandTest.freshDir("bad-backup");
+    Path file = dir.resolve("core.backup");
+    try (LocalCluster old = LocalCluster.start(1, 0, dir.resolve("old"), c -> c.withElectionTimeout(Duration.ofMillis(300)))) {
+      old.awaitLeader(PATIENCE);
+      assertThat(Cli.run("admin", "snapshot", "save", file.toString(), "--backend", old.uri()).exitCode()).isZero();
+    }
+    int port = RunningCli.freePortPair();
+    Path data = dir.resolve("new");
+    String[] server = {"server", "--id", "n1", "--peers", "n1=127.0.0.1:" + port, "--data-dir", data.toString(), "--bootstrap"};
+
+    byte[] good = Files.readAllBytes(file);
+    byte[] flipped = good.clone();
+    flipped[flipped.length - 1] ^= 1;
+    Path corrupt = Files.write(dir.resolve("corrupt.backup"), flipped);
+    Cli c = Cli.run(with(server, "--restore", corrupt.toString()));
+    assertThat(c.exitCode()).as(c.err()).isEqualTo(2);
+    assertThat(c.err()).contains("--restore: " + corrupt + " is corrupt: its SHA-256 does not match its contents");
+
+    Path truncated = Files.write(dir.resolve("truncated.backup"), java.util.Arrays.copyOf(good, good.length - 10));
+    Cli t = Cli.run(with(server, "--restore", truncated.toString()));
+    assertThat(t.exitCode()).isEqualTo(2);
+    assertThat(t.err()).contains("--restore: " + truncated + " is truncated");
+
+    Path notBackup = Files.writeString(dir.resolve("notes.txt"), "hello");
+    Cli n = Cli.run(with(server, "--restore", notBackup.toString()));
+    assertThat(n.exitCode()).isEqualTo(2);
+    assertThat(n.err()).contains("is not a Leasehold backup");
+
+    Cli withoutBootstrap =
+        Cli.run("server", "--id", "n1", "--peers", "n1=127.0.0.1:" + port, "--data-dir", data.toString(), "--restore", file.toString());
+    assertThat(withoutBootstrap.exitCode()).isEqualTo(2);
+    assertThat(withoutBootstrap.err()).contains("--restore seeds a new node: it needs --bootstrap");
+
+    Cli badBump = Cli.run(with(server, "--restore", file.toString(), "--bump-revision", "-1"));
+    assertThat(badBump.exitCode()).isEqualTo(2);
+    assertThat(badBump.err()).contains("--bump-revision must be 0 to 1000000000000000; was -1");
+
+    assertThat(data).as("nothing was created for a refused start").doesNotExist();
+
+    Cli saveNowhere = Cli.run("admin", "snapshot", "save", dir.resolve("no/such/dir/x").toString(), "--backend", "leasehold://127.0.0.1:" + port);
+    assertThat(saveNowhere.exitCode()).isEqualTo(2);
+    assertThat(saveNowhere.err()).contains("FILE must be a file in a writable directory");
+  }
+
+  private static LeaseSettings settings(String name, String owner) {
+    return LeaseSettings.builder(name, owner).ttl(Duration.ofSeconds(20)).build();
+  }
+
+  private static String[] with(String[] args, String... more) {
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of(more));
+    return all.toArray(String[]::new);
+  }
+}
