@@ -202,6 +202,7 @@ final class CoreState {
    * in one entry share its stamp).
    */
   synchronized Applied apply(long index, long term, long stamp, Command command) {
+    refuseIfNewer(index, command);
     if (stamp > clockMillis) {
       clockMillis = stamp;
     }
@@ -299,6 +300,36 @@ final class CoreState {
         return new Applied(ok(ByteString.EMPTY), List.of(), NONE); // its stamp moved the clock
       default:
         return failed(Failure.Code.FAILED_PRECONDITION, "unknown command " + command.getKindCase());
+    }
+  }
+
+  /**
+   * Thrown for a log entry holding a command this version does not know: a newer version wrote it
+   * (during a rolling upgrade, a newer leader). Skipping or failing it here while newer replicas
+   * apply it would make the replicas diverge, so the node stops applying instead (Ratis stops the
+   * node); upgrading it lets it apply the entry and catch up.
+   */
+  static final class NewerCommandException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    NewerCommandException(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * Refuses a command of a kind this version does not know (protobuf keeps it as unknown fields),
+   * before anything of the entry is applied.
+   *
+   * @throws NewerCommandException naming the entry
+   */
+  static void refuseIfNewer(long index, Command command) {
+    if (command.getKindCase() == Command.KindCase.KIND_NOT_SET && !command.getUnknownFields().asMap().isEmpty()) {
+      throw new NewerCommandException(
+          "log entry " + index + " holds a command this version of Leasehold does not know (field "
+              + command.getUnknownFields().asMap().keySet() + "): a newer version wrote it. This node stops"
+              + " applying the log rather than diverge from the nodes that know it; upgrade it to the"
+              + " version of the others, and it catches up");
     }
   }
 

@@ -290,6 +290,13 @@ final class LeaseStateMachine extends BaseStateMachine {
       updateLastAppliedTermIndex(entry.getTerm(), index);
       return CompletableFuture.failedFuture(e);
     }
+    // A command from a newer version stops this node before any of the entry is applied (thrown
+    // here, Ratis stops the node): skipping it would make the replicas diverge.
+    if (command.hasBatch()) {
+      command.getBatch().getCommandsList().forEach(each -> CoreState.refuseIfNewer(index, each));
+    } else {
+      CoreState.refuseIfNewer(index, command);
+    }
     // The leader stamped the entry, not the commands packed in it: they all share its stamp.
     long stamp = command.getStampMillis();
     Reply reply;

@@ -70,6 +70,33 @@ class CoreStateTest {
   }
 
   @Test
+  void aCommandOfANewerVersionStopsApplyingInsteadOfBeingSkipped() throws IOException {
+    long session = grant(10_000);
+    acquire("job", "a#1", 1, session);
+    long revision = state.revision();
+    // A command kind this version does not know: a field number no Command has, as a newer
+    // version's leader would write it during a rolling upgrade, with a stamp that would move the clock.
+    Command newer =
+        Command.parseFrom(
+            Command.newBuilder()
+                .setStampMillis(Long.MAX_VALUE / 2)
+                .setUnknownFields(
+                    com.google.protobuf.UnknownFieldSet.newBuilder()
+                        .addField(
+                            99, com.google.protobuf.UnknownFieldSet.Field.newBuilder().addLengthDelimited(ByteString.copyFromUtf8("x")).build())
+                        .build())
+                .build()
+                .toByteArray());
+
+    assertThatThrownBy(() -> apply(newer))
+        .isInstanceOf(CoreState.NewerCommandException.class)
+        .hasMessageContaining("holds a command this version of Leasehold does not know (field [99])")
+        .hasMessageContaining("upgrade it");
+    assertThat(state.revision()).as("nothing applied").isEqualTo(revision);
+    assertThat(state.clockMillis()).as("the clock did not move").isLessThan(Long.MAX_VALUE / 2);
+  }
+
+  @Test
   void sessionsGrantedInOneEntryGetDistinctIncreasingIdsThatSurviveASnapshot() throws IOException {
     long single = grant(10_000); // an entry of its own: its index, as before batches
     assertThat(single).isEqualTo(index);
