@@ -139,6 +139,11 @@ public final class EtcdBackend implements LeaseBackend {
     return store.register(settings.ttl(), settings.heartbeatInterval(), settings.operationTimeout());
   }
 
+  /** {@return the lease store, for tests that drive the SPI directly} */
+  EtcdLeaseStore store() {
+    return store;
+  }
+
   /** For tests: the watch delivers nothing from now on, as one whose server went silent. */
   void silenceWatch() {
     store.silenceWatch();

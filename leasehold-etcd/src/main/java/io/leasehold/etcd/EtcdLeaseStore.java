@@ -196,6 +196,11 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       on = grant;
     }
 
+    /** {@return whether the answer came or the holder stopped waiting} */
+    synchronized boolean ended() {
+      return ended;
+    }
+
     /** The answer came, or the holder stopped waiting; with {@code doubt}, retires the grant. */
     void end(boolean doubt) {
       Session.Grant g;
@@ -240,9 +245,11 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                 if (Session.isLeaseNotFound(error)) {
                   session.markDead(grant, "etcd lease " + Long.toHexString(grant.id)
                       + " no longer exists in etcd (a put with it was refused)");
-                  if (mayRegrant) {
+                  if (mayRegrant && !inFlight.ended()) {
                     // etcd refused the whole transaction, so nothing was written: a fresh
-                    // session lease and one more try answer this acquire definitely.
+                    // session lease and one more try answer this acquire definitely — only while
+                    // its holder still waits (a try after that could only make a grant nobody
+                    // knows of).
                     return session
                         .grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds()))
                         .thenCompose(g -> acquireWith(request, session, g, mayReplace, false, inFlight));
@@ -283,8 +290,15 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       String holder = r != null ? r.holder().toString() : "(unreadable record)";
       return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(holder));
     }
-    if (record != null && r.requestId() == request.requestId() && record.getLease() == grant.id) {
-      return CompletableFuture.completedFuture(granted(request, grant, record)); // a retry
+    if (record != null && r.requestId() == request.requestId()) {
+      // This request's own tenure, made by an earlier attempt of it (a retry, or an attempt that
+      // went on after its holder stopped waiting): never ended here, since the engine may have
+      // begun it. Answered as a grant if this session still keeps its grant alive.
+      Session.Grant on = record.getLease() == grant.id ? grant : session.liveGrant(record.getLease());
+      if (on != null) {
+        return CompletableFuture.completedFuture(granted(request, on, record)); // a retry
+      }
+      return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(request.holder().toString()));
     }
     boolean lateCopy =
         record != null
@@ -756,6 +770,18 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
 
   /** A tenure this backend holds; it pins its grant. */
   private record Held(HolderId holder, long token, Session.Grant grant, long since) {}
+
+  /**
+   * For tests: retires the grant the tenure of {@code leaseName} (of TTL {@code ttl}) is on, as
+   * the doubt of another operation on it would: the next acquire runs on a new grant.
+   */
+  void retireGrantOf(String leaseName, Duration ttl) {
+    Held h = held.get(leaseName);
+    Session session = sessions.get(ttlSeconds(ttl));
+    if (h != null && session != null) {
+      session.retire(h.grant());
+    }
+  }
 
   /** The value of a lease key: who holds it, and for which acquire call. */
   record Record(HolderId holder, long requestId) {

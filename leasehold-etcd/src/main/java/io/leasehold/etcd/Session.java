@@ -313,6 +313,24 @@ final class Session {
     };
   }
 
+  /**
+   * {@return the grant {@code id} if this session keeps it alive (current, or retired and still
+   * pinned), else null}
+   */
+  Grant liveGrant(long id) {
+    synchronized (lock) {
+      if (current != null && current.id == id && current.dead == null) {
+        return current;
+      }
+      for (Grant g : retired) {
+        if (g.id == id && g.dead == null && g.pins.get() > 0) {
+          return g;
+        }
+      }
+      return null;
+    }
+  }
+
   /** The store reported the grant gone some other way (a put on it failed). */
   void markDead(Grant g, String reason) {
     synchronized (lock) {

@@ -8,7 +8,10 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.HolderId;
 import io.leasehold.LeaseException;
+import io.leasehold.spi.AcquireRequest;
+import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.testkit.SuiteSettings;
 import java.nio.charset.StandardCharsets;
@@ -110,6 +113,36 @@ class EtcdGhostGrantTest {
     return !admin.getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs().isEmpty();
   }
 
+  /**
+   * Found by the fault harness's etcd soak (seeds 2000, 2001: "live tenures the store ended"): an
+   * attempt of an acquire that went on after its holder stopped waiting for it (its grant had
+   * gone, so it took a new one and tried again) found the tenure a retry of the same request had
+   * begun, on another grant, took it for one its holder had given up on, and ended it — a live
+   * holder lost its lease to its own late attempt.
+   */
+  @Test
+  void aLateAttemptOfAnAcquireNeverEndsTheTenureItsOwnRequestBegan() throws Exception {
+    EtcdBackend backend = lossyBackend(new LostReplies());
+    EtcdLeaseStore store = backend.store();
+    AcquireRequest request =
+        new AcquireRequest("own-request", HolderId.newIncarnation("a"), 7, TTL, System.nanoTime(), Duration.ofSeconds(5));
+    AcquireResult first = store.acquire(request).get(10, TimeUnit.SECONDS);
+    assertThat(first).isInstanceOf(AcquireResult.Acquired.class);
+    long token = ((AcquireResult.Acquired) first).token();
+    // Another operation on the grant had an unknown outcome: the next attempt runs on a new grant.
+    store.retireGrantOf("own-request", TTL);
+
+    AcquireResult late = store.acquire(request).get(10, TimeUnit.SECONDS);
+
+    ByteSequence key = ByteSequence.from(backend.keyOf("own-request"), StandardCharsets.UTF_8);
+    List<io.etcd.jetcd.KeyValue> kvs = admin.getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs();
+    assertThat(kvs).as("the record of the tenure the request began").hasSize(1);
+    assertThat(kvs.get(0).getCreateRevision()).as("the record's create revision (its token)").isEqualTo(token);
+    if (late instanceof AcquireResult.Acquired again) {
+      assertThat(again.token()).as("a second answer to the same request").isEqualTo(token);
+    }
+  }
+
   @Test
   void aKeyWhoseAcquireNeverGetsAnAnswerIsGoneWithinAboutOneTtl() throws Exception {
     LostReplies replies = new LostReplies();
@@ -124,7 +157,7 @@ class EtcdGhostGrantTest {
     // those of the reads that could clean up after it — while its keep-alives flow.
     replies.lose("Txn", "Range");
     assertOutcomeUnknown(ghost.acquire());
-    await("etcd has the key").atMost(Duration.ofSeconds(5)).until(() -> recordExists(lossy, "never-answered"));
+    await("etcd has the key").atMost(Duration.ofSeconds(15)).until(() -> recordExists(lossy, "never-answered"));
 
     await("another owner acquires the name once the session lease it is on expired")
         .ignoreExceptions() // an acquire that timed out says nothing either way
@@ -145,7 +178,7 @@ class EtcdGhostGrantTest {
     replies.lose("Range"); // and no read can find the key: only the late answer tells of it
     assertOutcomeUnknown(ghost.acquire());
     replies.pass();
-    await("etcd has the key").atMost(Duration.ofSeconds(5)).until(() -> recordExists(lossy, "late-grant"));
+    await("etcd has the key").atMost(Duration.ofSeconds(15)).until(() -> recordExists(lossy, "late-grant"));
 
     await("another owner acquires the name once the late answer has arrived")
         .ignoreExceptions() // an acquire that timed out says nothing either way
