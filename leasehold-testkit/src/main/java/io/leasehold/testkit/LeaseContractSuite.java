@@ -888,7 +888,11 @@ public abstract class LeaseContractSuite {
 
     processA.cutOff();
 
-    time.awaitUntil("the observer is told of the expiry", patience(), () -> seen.sawType(LeaseEvent.Type.EXPIRED));
+    try {
+      time.awaitUntil("the observer is told of the expiry", patience(), () -> seen.sawType(LeaseEvent.Type.EXPIRED));
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
     assertThat(summaries(seen))
         .containsExactly("CURRENT free", "ACQUIRED owner-a " + tokenOfA, "EXPIRED owner-a " + tokenOfA);
     assertThat(holderAliveAtExpiry).as("owner-a's checkAlive() when the observer heard of the expiry").isFalse();
@@ -997,7 +1001,11 @@ public abstract class LeaseContractSuite {
   }
 
   private void awaitEvents(EventRecorder seen, int count) {
-    time.awaitUntil(count + " event(s) observed", patience(), () -> seen.count() >= count);
+    try {
+      time.awaitUntil(count + " event(s) observed", patience(), () -> seen.count() >= count);
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
   }
 
   /** Each event as "TYPE owner token", or "TYPE free". */
