@@ -860,6 +860,47 @@ public abstract class LeaseContractSuite {
   }
 
   /**
+   * The observer's own process is cut off while the lease changes hands twice. Once it heals it is
+   * told every change in order, or, where the store cannot resume, a GAP with the state re-read:
+   * never a silent skip.
+   */
+  @Test
+  void anObserverCutOffWhileTheLeaseChangesHandsMissesNothing() {
+    String name = leaseName();
+    Contender watcher = contender();
+    if (!observing(watcher.backend(), name)) {
+      return;
+    }
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    EventRecorder seen = new EventRecorder();
+    watcher.backend().observe(name, seen);
+    awaitEvents(seen, 1);
+
+    watcher.cutOff();
+    long tokenOfA = hold(a);
+    result(a.release());
+    long tokenOfB = hold(b);
+    watcher.heal();
+
+    String last = "ACQUIRED owner-b " + tokenOfB;
+    String gap = "GAP owner-b " + tokenOfB;
+    try {
+      time.awaitUntil(
+          "the observer catches up after healing", patience(), () -> summaries(seen).contains(last) || summaries(seen).contains(gap));
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
+    if (seen.sawType(LeaseEvent.Type.GAP)) {
+      assertThat(summaries(seen)).as("a store that could not resume").endsWith(gap);
+    } else {
+      assertThat(summaries(seen))
+          .containsExactly(
+              "CURRENT free", "ACQUIRED owner-a " + tokenOfA, "RELEASED owner-a " + tokenOfA, last);
+    }
+  }
+
+  /**
    * The holder is cut off; the observer, elsewhere, is told of the expiry, and by then the holder
    * has already stopped: its checkAlive() is false when the event arrives.
    */
