@@ -61,7 +61,7 @@ class CoreObserveTest {
       watcher.resetConnections();
       watcher.heal();
 
-      await().atMost(Duration.ofSeconds(60)).until(() -> seen.size() >= 4);
+      await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(seen).as("events observed").hasSizeGreaterThanOrEqualTo(4));
       assertThat(seen)
           .extracting(e -> e.type() + " " + e.holding().map(h -> h.owner() + " " + h.token()).orElse("free"))
           .containsExactly(
