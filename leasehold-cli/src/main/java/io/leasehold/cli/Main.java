@@ -40,6 +40,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
       ServerCommand.class,
       StatusCommand.class,
       RevokeCommand.class,
+      GetCommand.class,
+      WatchCommand.class,
       RunCommand.class,
       DemoCommand.class,
       HelpCommand.class
