@@ -5,6 +5,7 @@ import io.leasehold.LeaseEvent;
 import io.leasehold.Subscription;
 import java.io.PrintWriter;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -71,7 +72,7 @@ final class WatchCommand implements Callable<Integer> {
         // Printed here, not on the backend's callback thread, so a slow terminal slows nobody.
         for (int printed = 0; count == null || printed < count; printed++) {
           LeaseEvent event = events.take();
-          Instant seenAt = Instant.now();
+          Instant seenAt = Instant.now().truncatedTo(ChronoUnit.MILLIS);
           out.println(json ? LeaseJson.event(seenAt, event) : seenAt + " " + event);
           out.flush();
         }

@@ -50,6 +50,7 @@ class GetWatchCommandTest {
       Cli text = Cli.run("get", "orders", "--backend", cluster.uri());
       Cli json = Cli.run("get", "orders", "--backend", cluster.uri(), "--json");
 
+      System.out.print(text.out() + json.out()); // real output, as docs/watch.md shows it
       assertThat(text.exitCode()).as(text.out() + text.err()).isZero();
       assertThat(text.out())
           .isEqualTo("lease 'orders' is held by " + held.holder() + " with token " + token + "%n  address = 10.0.0.1:8080%n".formatted());
@@ -83,6 +84,7 @@ class GetWatchCommandTest {
       lease.release().get(20, TimeUnit.SECONDS);
 
       assertThat(watching.get(60, TimeUnit.SECONDS)).as(err.toString()).isZero();
+      System.out.print(out); // real output, as docs/watch.md shows it
       List<String> lines = out.toString().lines().map(l -> l.substring(l.indexOf(' ') + 1)).toList();
       assertThat(lines)
           .containsExactly(
