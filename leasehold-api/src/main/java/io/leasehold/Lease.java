@@ -190,6 +190,35 @@ public interface Lease extends AutoCloseable {
   Subscription onLost(Consumer<LeaseLost> handler);
 
   /**
+   * Attaches a key to the current tenure: it lives exactly as long as the tenure. Others read it
+   * with {@link LeaseBackend#read(String)}; the store deletes it when the tenure ends (released,
+   * expired, revoked), atomically with the tenure where the store can (memory, core). Writing a key
+   * again replaces its value.
+   *
+   * <p>The write is conditional on this very tenure in the store: once the tenure has ended there,
+   * it fails and never lands, so a holder that resumes after a pause cannot leave data under a
+   * newer holder's tenure. The future completes once the store confirmed the write; it fails with
+   * {@link IllegalStateException} when this object does not hold the lease ({@link #checkAlive()}
+   * is false) or the store answered that the tenure is gone, and with a {@link LeaseException}
+   * when the outcome is unknown (the write may then have landed, and still ends with the tenure).
+   *
+   * <p>Keys are 1 to 128 characters of {@code A-Z a-z 0-9 . _ -}; values at most 4096 characters.
+   * An optional capability, like {@link LeaseBackend#observe}: a backend that cannot attach keys
+   * throws {@link UnsupportedOperationException} naming the backend; the default implementation
+   * does.
+   *
+   * @param key the key
+   * @param value its value
+   * @return completes when the store confirmed the write
+   * @throws IllegalArgumentException if the key or value break the rules above (nothing is sent)
+   * @throws UnsupportedOperationException if the backend cannot attach keys
+   */
+  default CompletableFuture<Void> attach(String key, String value) {
+    throw new UnsupportedOperationException(
+        "attached keys are not supported by the backend of lease '" + name() + "'");
+  }
+
+  /**
    * Releases the lease if held, stops all timers and detaches this object from its backend.
    * Waits for the store's confirmation at most one {@linkplain LeaseSettings#operationTimeout()
    * operation timeout}; if none comes, the store lets the tenure expire after the TTL. Idempotent;

@@ -54,6 +54,57 @@ public interface LeaseBackend extends AutoCloseable {
    */
   Lease newLease(LeaseSettings settings);
 
+  /**
+   * Observes a lease name: tells {@code observer} who holds it now, then every change, in the
+   * order the store made them, until the subscription is cancelled or this backend is closed.
+   *
+   * <p>The first event is always {@link LeaseEvent.Type#CURRENT}: the holder (holder, token, since
+   * when) or "free". Then, in store order: {@code ACQUIRED}, {@code RELEASED}, {@code EXPIRED},
+   * {@code REVOKED}, {@code TAKEN_OVER}. The observer follows the store across reconnects: where
+   * the store can resume from a revision, nothing is missed; where it cannot (its history was
+   * compacted meanwhile), the observer is told {@link LeaseEvent.Type#GAP} with the state re-read
+   * after the gap, never a silent skip. The name need not be held, nor exist yet.
+   *
+   * <p>An observation is a way to learn quickly, not what safety rests on: a watch can go silent
+   * while the network is cut. A holder relies on {@link Lease#checkAlive()} and {@link
+   * Lease#onLost}; a waiter still calls {@link Lease#acquire()}, which alone decides.
+   *
+   * <p><b>An optional capability.</b> Backends that cannot observe leases throw {@link
+   * UnsupportedOperationException} naming the backend, at once and for every name; the default
+   * implementation does. In this release the {@code memory:} and {@code leasehold://} backends
+   * support it.
+   *
+   * @param name the lease name, under the same rules as {@link LeaseSettings#name()}
+   * @param observer called with each event, one at a time, on the backend's callback thread
+   * @return a subscription whose {@link Subscription#cancel()} ends the observation
+   * @throws UnsupportedOperationException if this backend cannot observe leases
+   * @throws IllegalArgumentException if the name is invalid
+   * @throws IllegalStateException if the backend is closed
+   */
+  default Subscription observe(String name, LeaseObserver observer) {
+    throw new UnsupportedOperationException(
+        "observing leases is not supported by the " + uri() + " backend");
+  }
+
+  /**
+   * Reads a lease as the store holds it now: its holder, token and attached keys, or "free". The
+   * read is as fresh as the store's reads are (linearizable on the core).
+   *
+   * <p>An optional capability, like {@link #observe}: backends that cannot read a lease's state
+   * throw {@link UnsupportedOperationException} naming the backend; the default implementation
+   * does.
+   *
+   * @param name the lease name
+   * @return the state; fails with a {@link LeaseException} if the store cannot be reached
+   * @throws UnsupportedOperationException if this backend cannot read lease states
+   * @throws IllegalArgumentException if the name is invalid
+   * @throws IllegalStateException if the backend is closed
+   */
+  default java.util.concurrent.CompletableFuture<LeaseState> read(String name) {
+    throw new UnsupportedOperationException(
+        "reading lease states is not supported by the " + uri() + " backend");
+  }
+
   /** {@return the URI this backend was opened with, with any credentials removed} */
   String uri();
 

@@ -46,4 +46,31 @@ class LeaseBackendTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("more than one Leasehold backend serves scheme 'twin'");
   }
+
+  /** Observing and reading are optional: a backend that does not declare them says so at once. */
+  @Test
+  void aBackendWithoutObservationSaysSoNamingItself() {
+    try (LeaseBackend backend = LeaseBackend.open("echo://host:1")) {
+      assertThatThrownBy(() -> backend.observe("jobs", event -> {}))
+          .isInstanceOf(UnsupportedOperationException.class)
+          .hasMessage("observing leases is not supported by the echo://host:1 backend");
+      assertThatThrownBy(() -> backend.read("jobs"))
+          .isInstanceOf(UnsupportedOperationException.class)
+          .hasMessage("reading lease states is not supported by the echo://host:1 backend");
+    }
+  }
+
+  @Test
+  void eventsAndStatesPrintAndCopyAsDocumented() {
+    LeaseHolding h = new LeaseHolding("node-1#0123456789abcdef", 7, java.util.Optional.empty());
+    assertThat(h.owner()).isEqualTo("node-1");
+    assertThat(new LeaseEvent(LeaseEvent.Type.ACQUIRED, "jobs", java.util.Optional.of(h), ""))
+        .hasToString("ACQUIRED jobs node-1#0123456789abcdef token 7");
+    assertThat(new LeaseEvent(LeaseEvent.Type.CURRENT, "jobs", java.util.Optional.empty(), ""))
+        .hasToString("CURRENT jobs free");
+    java.util.Map<String, String> keys = new java.util.HashMap<>(java.util.Map.of("b", "2", "a", "1"));
+    LeaseState state = new LeaseState("jobs", java.util.Optional.of(h), keys);
+    keys.put("c", "3");
+    assertThat(state.attached()).containsExactly(java.util.Map.entry("a", "1"), java.util.Map.entry("b", "2"));
+  }
 }

@@ -42,6 +42,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
       StatusCommand.class,
       RevokeCommand.class,
       AdminCommand.class,
+      GetCommand.class,
+      WatchCommand.class,
       RunCommand.class,
       DemoCommand.class,
       HelpCommand.class

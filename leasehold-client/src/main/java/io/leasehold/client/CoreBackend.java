@@ -3,15 +3,28 @@ package io.leasehold.client;
 import io.leasehold.HolderId;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
+import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
+import io.leasehold.core.proto.KeyValue;
 import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.OpenLeases;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The {@code leasehold://} backend: the Lease contract on the consistent core. All leases of one
@@ -30,6 +43,9 @@ public final class CoreBackend implements LeaseBackend {
   private final Sessions sessions;
   private final LeaseWatch watch;
   private final CoreLeaseStore store;
+  private final Set<LeaseObservation> observations = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
+
   CoreBackend(String uri, List<InetSocketAddress> endpoints, Duration attemptTimeout, LeaseRuntime runtime) {
     this(uri, endpoints, attemptTimeout, runtime, List.of());
   }
@@ -84,6 +100,75 @@ public final class CoreBackend implements LeaseBackend {
     return lease;
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On the core: a linearizable read of the lease's key, then a watch of it from the next
+   * revision, resumed from the last delivered revision after a reconnect (on another node if
+   * need be). Expiry is the core leader's decision, applied through the log, so {@code EXPIRED}
+   * comes after the holder's safe deadline. The core records no wall-clock time, so {@link
+   * LeaseHolding#since()} is empty.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed) {
+      throw new IllegalStateException("backend " + uri + " is closed; open a new one to observe");
+    }
+    LeaseObservation[] self = new LeaseObservation[1];
+    Observation observation =
+        new Observation(
+            name,
+            observer,
+            runtime.callbacks(),
+            () -> {
+              observations.remove(self[0]);
+              self[0].close();
+            });
+    self[0] = new LeaseObservation(client, runtime.timers(), observation);
+    observations.add(self[0]);
+    self[0].start();
+    return observation;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On the core: two linearizable reads, the attached keys first, then the lease's key; only
+   * keys created after the tenure began count (a tenure alive at the second read was alive when
+   * they were created, and keys of an earlier tenure were deleted with it).
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed) {
+      throw new IllegalStateException("backend " + uri + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    String attachedPrefix = CoreLeaseStore.ATTACHED_PREFIX + name + "/";
+    GetRequest attached = GetRequest.newBuilder().setKey(attachedPrefix).setPrefix(true).build();
+    GetRequest lease = GetRequest.newBuilder().setKey(CoreClient.LEASE_PREFIX + name).build();
+    return client
+        .<GetResponse>call((stub, out) -> stub.get(attached, out))
+        .thenCompose(
+            keys ->
+                client
+                    .<GetResponse>call((stub, out) -> stub.get(lease, out))
+                    .thenApply(
+                        record -> {
+                          if (record.getKvsCount() == 0) {
+                            return new LeaseState(name, Optional.empty(), Map.of());
+                          }
+                          LeaseHolding holding = LeaseObservation.holding(record.getKvs(0));
+                          Map<String, String> values = new HashMap<>();
+                          for (KeyValue kv : keys.getKvsList()) {
+                            String key = kv.getKey().substring(attachedPrefix.length());
+                            if (kv.getCreateRevision() > holding.token() && key.indexOf('/') < 0) {
+                              values.put(key, kv.getValue().toStringUtf8());
+                            }
+                          }
+                          return new LeaseState(name, Optional.of(holding), values);
+                        }));
+  }
+
   @Override
   public String uri() {
     return uri;
@@ -100,6 +185,8 @@ public final class CoreBackend implements LeaseBackend {
    */
   @Override
   public void close() {
+    closed = true;
+    observations.forEach(LeaseObservation::close);
     leases.closeAll();
     watch.close();
     sessions.revokeAll(Duration.ofSeconds(1));

@@ -41,6 +41,9 @@ import java.util.function.BiConsumer;
  */
 final class CoreLeaseStore implements LeaseStore {
 
+  /** Where the core keeps keys attached to a tenure: {@code <prefix><lease name>/<key>}. */
+  static final String ATTACHED_PREFIX = "/_leasehold/attached/";
+
   private final CoreClient client;
   private final Sessions sessions;
   private final LeaseWatch watch;
@@ -246,6 +249,36 @@ final class CoreLeaseStore implements LeaseStore {
               revokedTenures.remove(tenure.token());
               unreleased.remove(tenure.token());
               return null;
+            });
+  }
+
+  @Override
+  public boolean supportsAttach() {
+    return true;
+  }
+
+  /** A put conditional on the tenure, in one log entry: the core refuses it once the tenure ended. */
+  @Override
+  public CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    io.leasehold.core.proto.PutRequest put =
+        io.leasehold.core.proto.PutRequest.newBuilder()
+            .setCall(client.newCall())
+            .setKey(key)
+            .setValue(com.google.protobuf.ByteString.copyFromUtf8(value))
+            .setTenure(
+                io.leasehold.core.proto.Tenure.newBuilder()
+                    .setName(tenure.leaseName())
+                    .setHolder(tenure.holder().toString())
+                    .setToken(tenure.token()))
+            .build();
+    return client
+        .batched(BatchOp.newBuilder().setPut(put).build(), io.leasehold.core.proto.PutResponse.parser())
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new CompletionException(unwrap(error));
+              }
+              return !response.getTenureEnded();
             });
   }
 

@@ -71,6 +71,16 @@ final class CoreFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
+  public boolean attachesKeys() {
+    return true;
+  }
+
+  @Override
   public void close() {
     contenders.forEach(CoreContender::close);
   }
@@ -93,6 +103,11 @@ final class CoreFixture implements ContractFixture {
     @Override
     public LeaseBackend backend() {
       return backend;
+    }
+
+    /** Resets every connection of this process, as a restarted router would; it reconnects. */
+    void resetConnections() {
+      proxies().forEach(io.leasehold.testkit.TcpProxy::dropConnections);
     }
 
     /** Black-holes this process's traffic to one node only; the other nodes still answer it. */

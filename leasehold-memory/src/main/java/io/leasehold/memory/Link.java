@@ -86,6 +86,38 @@ final class Link implements LeaseStore {
     notice.run();
   }
 
+  /**
+   * From the store, under its lock: something for an observer in this process. Held in flight
+   * while cut off, dropped after a crash, otherwise handed to the process's threads, in order.
+   */
+  void tell(Runnable arrival) {
+    synchronized (lock) {
+      if (state == State.CUT_OFF || state == State.DRAINING) {
+        inFlight.add(() -> deliver(arrival));
+        return;
+      }
+      if (state == State.CRASHED) {
+        return;
+      }
+    }
+    deliver(arrival);
+  }
+
+  /** Reads a lease's state through this link: held back while cut off, as any request. */
+  CompletableFuture<io.leasehold.LeaseState> read(String leaseName) {
+    return call(() -> store.state(leaseName));
+  }
+
+  @Override
+  public boolean supportsAttach() {
+    return true;
+  }
+
+  @Override
+  public CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    return call(() -> store.attach(tenure, key, value));
+  }
+
   private <T> CompletableFuture<T> call(Supplier<T> request) {
     long delay;
     synchronized (lock) {

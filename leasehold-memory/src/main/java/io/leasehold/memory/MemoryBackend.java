@@ -2,13 +2,20 @@ package io.leasehold.memory;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.ProcessGate;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * One simulated process's connection to a {@link MemoryLeaseStore}, and the {@link LeaseBackend}
@@ -38,6 +45,8 @@ public final class MemoryBackend implements LeaseBackend {
   private final ProcessGate gate = new ProcessGate();
   private final OpenLeases leases;
   private final Link link;
+  private final Set<Observation> observations = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
 
   MemoryBackend(MemoryLeaseStore store, VirtualClock clock, String name) {
     this.store = store;
@@ -57,6 +66,49 @@ public final class MemoryBackend implements LeaseBackend {
   public Lease newLease(LeaseSettings settings) {
     Objects.requireNonNull(settings, "settings");
     return leases.newLease(settings, link, runtime);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On the memory backend every change is reported in the order the store made it; the events
+   * travel over this process's connection, so a cut-off process hears of them when it heals, in
+   * order, missing none (it never sees {@link io.leasehold.LeaseEvent.Type#GAP}). A crashed
+   * process hears nothing more.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed) {
+      throw new IllegalStateException("backend " + this.name + " is closed; open a new one to observe");
+    }
+    Observation[] self = new Observation[1];
+    Observation observation =
+        new Observation(
+            name,
+            observer,
+            runtime.callbacks(),
+            () -> {
+              observations.remove(self[0]);
+              store.unwatch(self[0]);
+            });
+    self[0] = observation;
+    observations.add(observation);
+    store.watch(observation, link);
+    return observation;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The read travels over this process's connection: while it is cut off, the answer waits.
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed) {
+      throw new IllegalStateException("backend " + this.name + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    return link.read(name);
   }
 
   @Override
@@ -134,6 +186,8 @@ public final class MemoryBackend implements LeaseBackend {
    */
   @Override
   public void close() {
+    closed = true;
+    observations.forEach(Observation::cancel);
     if (gate.state() != ProcessGate.State.CRASHED) {
       leases.closeAll();
     }

@@ -1,18 +1,26 @@
 package io.leasehold.memory;
 
 import io.leasehold.HolderId;
+import io.leasehold.LeaseEvent;
+import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseState;
 import io.leasehold.Ticker;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -32,6 +40,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * has stopped: the revoked record stays as a tombstone until the holder releases exactly that
  * tenure (it does once it heard of the revocation and ran its loss handlers) or until the record
  * expires, one TTL after its last renewal — the holder's safe window has passed by then.
+ *
+ * <p><b>Observers and attached keys.</b> Every change of a lease record is reported, in the order
+ * the store made it (under its lock), to the observers of that name, through each observer's own
+ * connection: a cut-off process hears of the changes when it heals, in order, and misses none.
+ * While a name is observed, the store checks its record's expiry on a timer, so an expiry is
+ * reported when it happens rather than at the next request. Keys attached to a tenure live in its
+ * record and vanish with it.
  *
  * <pre>{@code
  * VirtualClock clock = new VirtualClock();
@@ -54,6 +69,12 @@ public final class MemoryLeaseStore {
   private final Map<String, Entry> entries = new HashMap<>();
   private long lastToken;
   private int operationsSinceSweep;
+  /** Observers by lease name; empty unless something observes. */
+  private final Map<String, List<Watcher>> watchers = new HashMap<>();
+  /** Names whose expiry check is scheduled. */
+  private final java.util.Set<String> expiryChecks = new java.util.HashSet<>();
+  /** The store's own timer for expiry checks: the virtual clock, or a thread made on first use. */
+  private Scheduler storeTimer;
 
   private MemoryLeaseStore(Ticker ticker, VirtualClock clock) {
     this.ticker = ticker;
@@ -132,6 +153,8 @@ public final class MemoryLeaseStore {
       revoked = e != null && !e.revoked;
       if (revoked) {
         e.revoked = true; // a tombstone: it still blocks the name (see the class doc)
+        e.attached.clear(); // the tenure is over for everyone but its (not yet told) holder
+        emit(leaseName, LeaseEvent.Type.REVOKED, e, "deleted in the store by an operator");
         pushes.add(
             e.notice(
                 new LeaseLost(
@@ -164,7 +187,12 @@ public final class MemoryLeaseStore {
       } else {
         Entry granted =
             new Entry(request.holder(), request.requestId(), ++lastToken, ttl, now + ttl, origin);
-        entries.put(request.leaseName(), granted);
+        Entry replaced = entries.put(request.leaseName(), granted);
+        if (replaced != null && !replaced.revoked) {
+          emit(request.leaseName(), LeaseEvent.Type.RELEASED, replaced, "replaced by a new tenure of the same holder");
+        }
+        emit(request.leaseName(), LeaseEvent.Type.ACQUIRED, granted, "");
+        armExpiryCheck(request.leaseName(), granted, now);
         result = new AcquireResult.Acquired(granted.token, request.sentAtNanos());
       }
     }
@@ -221,6 +249,9 @@ public final class MemoryLeaseStore {
       Entry e = live(tenure.leaseName(), ticker.read(), pushes);
       if (e != null && e.holder.equals(tenure.holder()) && e.token == tenure.token()) {
         entries.remove(tenure.leaseName());
+        if (!e.revoked) { // a revoked one was reported when it was revoked
+          emit(tenure.leaseName(), LeaseEvent.Type.RELEASED, e, "");
+        }
       }
     }
     pushes.forEach(Runnable::run);
@@ -244,10 +275,17 @@ public final class MemoryLeaseStore {
     return e;
   }
 
-  /** Whether {@code e} has expired; if so, queues the notice to its holder. */
-  private static boolean expire(String name, Entry e, long now, List<Runnable> pushes) {
+  /** Whether {@code e} has expired; if so, queues the notice to its holder and tells observers. */
+  private boolean expire(String name, Entry e, long now, List<Runnable> pushes) {
     if (e.expiresAt - now > 0) {
       return false;
+    }
+    if (!e.revoked) { // a revoked one was reported when it was revoked
+      emit(
+          name,
+          LeaseEvent.Type.EXPIRED,
+          e,
+          "its TTL of " + Duration.ofNanos(e.ttl).toMillis() + " ms passed without a renewal");
     }
     pushes.add(
         e.notice(
@@ -256,6 +294,118 @@ public final class MemoryLeaseStore {
                 "lease '" + name + "' (token " + e.token + ") expired in the store: its TTL of "
                     + Duration.ofNanos(e.ttl).toMillis() + " ms passed without a renewal")));
     return true;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Observers and attached keys.
+
+  /** Writes an attached key if {@code tenure} is still exactly the live record. */
+  boolean attach(Tenure tenure, String key, String value) {
+    List<Runnable> pushes = new ArrayList<>();
+    boolean written;
+    synchronized (this) {
+      Entry e = live(tenure.leaseName(), ticker.read(), pushes);
+      written =
+          e != null && !e.revoked && e.holder.equals(tenure.holder()) && e.token == tenure.token();
+      if (written) {
+        e.attached.put(key, value);
+      }
+    }
+    pushes.forEach(Runnable::run);
+    return written;
+  }
+
+  /** The record of a name as an observer sees it: a revoked one counts as none. */
+  LeaseState state(String leaseName) {
+    List<Runnable> pushes = new ArrayList<>();
+    LeaseState state;
+    synchronized (this) {
+      Entry e = live(leaseName, ticker.read(), pushes);
+      state =
+          e == null || e.revoked
+              ? new LeaseState(leaseName, Optional.empty(), Map.of())
+              : new LeaseState(leaseName, Optional.of(e.holding()), e.attached);
+    }
+    pushes.forEach(Runnable::run);
+    return state;
+  }
+
+  /**
+   * Registers an observer of a name; it is told the current state first, then each change, all
+   * through {@code link} (held back while that process is cut off).
+   */
+  void watch(Observation observation, Link link) {
+    List<Runnable> pushes = new ArrayList<>();
+    synchronized (this) {
+      long now = ticker.read();
+      Entry e = live(observation.name(), now, pushes);
+      Watcher w = new Watcher(observation, link);
+      watchers.computeIfAbsent(observation.name(), n -> new ArrayList<>()).add(w);
+      Optional<LeaseHolding> holding =
+          e == null || e.revoked ? Optional.empty() : Optional.of(e.holding());
+      w.tell(new LeaseEvent(LeaseEvent.Type.CURRENT, observation.name(), holding, ""));
+      if (e != null) {
+        armExpiryCheck(observation.name(), e, now);
+      }
+    }
+    pushes.forEach(Runnable::run);
+  }
+
+  synchronized void unwatch(Observation observation) {
+    List<Watcher> list = watchers.get(observation.name());
+    if (list != null) {
+      list.removeIf(w -> w.observation == observation);
+      if (list.isEmpty()) {
+        watchers.remove(observation.name());
+      }
+    }
+  }
+
+  /** Tells the observers of {@code name} about {@code e}; called under the store's lock, in order. */
+  private void emit(String name, LeaseEvent.Type type, Entry e, String detail) {
+    List<Watcher> list = watchers.get(name);
+    if (list == null) {
+      return; // nobody observes: the common case costs one map lookup
+    }
+    LeaseEvent event = new LeaseEvent(type, name, Optional.of(e.holding()), detail);
+    for (Watcher w : list) {
+      w.tell(event);
+    }
+  }
+
+  /**
+   * While a name is observed, checks its record when it is due to expire, so that observers hear
+   * of the expiry without waiting for the next request. One pending check per name; a check that
+   * finds the record renewed arms the next one.
+   */
+  private void armExpiryCheck(String name, Entry e, long now) {
+    if (!watchers.containsKey(name) || !expiryChecks.add(name)) {
+      return;
+    }
+    if (storeTimer == null) {
+      storeTimer = clock != null ? clock : LeaseRuntime.system("memory-store").timers();
+    }
+    storeTimer.schedule(() -> checkExpiry(name), e.expiresAt - now);
+  }
+
+  private void checkExpiry(String name) {
+    List<Runnable> pushes = new ArrayList<>();
+    synchronized (this) {
+      expiryChecks.remove(name);
+      long now = ticker.read();
+      Entry e = live(name, now, pushes);
+      if (e != null) {
+        armExpiryCheck(name, e, now);
+      }
+    }
+    pushes.forEach(Runnable::run);
+  }
+
+  /** One observer of a name, and the connection of the process it is in. */
+  private record Watcher(Observation observation, Link link) {
+    void tell(LeaseEvent event) {
+      link.tell(() -> observation.emit(event));
+    }
   }
 
   /** {@return how many records the store keeps, expired ones not yet swept included} */
@@ -272,6 +422,10 @@ public final class MemoryLeaseStore {
     long expiresAt;
     /** An operator revoked it: not renewed any more, it blocks the name until released or expired. */
     boolean revoked;
+    /** Keys attached to this tenure; they go with it. */
+    final Map<String, String> attached = new TreeMap<>();
+    /** When the tenure began, by the wall clock: for display only. */
+    final Instant since = Instant.now();
 
     Entry(HolderId holder, long requestId, long token, long ttl, long expiresAt, Link origin) {
       this.holder = holder;
@@ -280,6 +434,10 @@ public final class MemoryLeaseStore {
       this.ttl = ttl;
       this.expiresAt = expiresAt;
       this.origin = origin;
+    }
+
+    LeaseHolding holding() {
+      return new LeaseHolding(holder.toString(), token, Optional.of(since));
     }
 
     /** Tells the holder's process, through its link, that this tenure is gone. */

@@ -209,4 +209,32 @@ class MemoryBackendTest {
     assertThatThrownBy(() -> nodeA.delayReplies(Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void badAttachedKeysAndValuesAreRefusedNamingTheRuleAndNothingIsSent() {
+    Lease a = nodeA.newLease(settings("node-a").build());
+    assertThat(await(a.acquire())).isTrue();
+
+    assertThatThrownBy(() -> a.attach("", "v"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("attached key must be 1 to 128 characters; was 0");
+    assertThatThrownBy(() -> a.attach("a/b", "v"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("attached key may contain only A-Z a-z 0-9 . _ -; found '/' at index 1 of 'a/b'");
+    assertThatThrownBy(() -> a.attach("k", "x".repeat(4097)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("attached value must be at most 4096 characters; was 4097");
+    assertThat(await(nodeB.read("jobs")).attached()).isEmpty();
+  }
+
+  @Test
+  void observingAnInvalidNameOrOnAClosedBackendIsRefused() {
+    assertThatThrownBy(() -> nodeA.observe(" jobs", e -> {}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("name must not start or end with white space");
+    nodeB.close();
+    assertThatThrownBy(() -> nodeB.observe("jobs", e -> {}))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("is closed");
+  }
 }

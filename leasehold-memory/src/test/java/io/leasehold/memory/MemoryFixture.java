@@ -63,6 +63,16 @@ final class MemoryFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
+  public boolean attachesKeys() {
+    return true;
+  }
+
+  @Override
   public void close() {}
 
   private static final class MemoryContender implements Contender {

@@ -202,6 +202,16 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
             : null;
       }
       case PUT:
+        if (command.getPut().hasTenure()) {
+          io.leasehold.core.proto.PutRequest p = command.getPut();
+          return firstOf(
+              attachedKeyProblem(p.getKey()),
+              valueProblem(p.getValue().size()),
+              leaseNameProblem(p.getTenure().getName()),
+              nonEmptyProblem("tenure.holder", p.getTenure().getHolder()),
+              positiveProblem("tenure.token", p.getTenure().getToken()),
+              p.getSessionId() == 0 ? null : "session_id must be 0 when a tenure is given; was " + p.getSessionId());
+        }
         return firstOf(writableKeyProblem(command.getPut().getKey()), valueProblem(command.getPut().getValue().size()));
       case DELETE:
         // Deleting a named lease's key is allowed: it is how an operator revokes a lease.
@@ -501,6 +511,16 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           + " (named leases live there; use Acquire and Release); was \"" + key + "\"";
     }
     return problem;
+  }
+
+  /** A key attached to a tenure: 1 to 128 of A-Z a-z 0-9 . _ - (no slash: the lease name ends at the last one). */
+  private static String attachedKeyProblem(String key) {
+    boolean ok = !key.isEmpty() && key.length() <= 128;
+    for (int i = 0; ok && i < key.length(); i++) {
+      char c = key.charAt(i);
+      ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    }
+    return ok ? null : "an attached key must be 1 to 128 of A-Z a-z 0-9 . _ -; was \"" + key + "\"";
   }
 
   private static String valueProblem(int bytes) {

@@ -18,6 +18,7 @@ import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
+import io.leasehold.core.proto.Tenure;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokeRequest;
@@ -96,6 +97,12 @@ final class CoreState {
   /** Keys clients may not write to directly. */
   static final String RESERVED_PREFIX = "/_leasehold/";
 
+  /**
+   * Keys attached to a named lease's tenure: {@code /_leasehold/attached/<lease name>/<key>}, the
+   * key without a slash. They are deleted at the same revision as the lease's key.
+   */
+  static final String ATTACHED_PREFIX = "/_leasehold/attached/";
+
   static final int REPLIES_KEPT_PER_CLIENT = 64;
 
   /** How long (cluster time) a client's calls are recognised after its last write. */
@@ -134,6 +141,8 @@ final class CoreState {
   /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
   private final NavigableMap<String, KeyValue> revokedLeases = new TreeMap<>();
   private long heldLeases;
+  /** How many attached keys exist: while none do, ending a tenure looks for none (no cost). */
+  private long attachedKeys;
 
   /** A change to apply, with what it answers and what watchers are told. */
   record Applied(Reply reply, List<Event> events, Change change) {}
@@ -416,17 +425,60 @@ final class CoreState {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
         events.add(deleted(gone, cause));
+        dropAttached(key, cause, events);
       }
     }
     return new Applied(ok(ByteString.EMPTY), events, new Change.Ended(sessionId));
   }
 
   private Applied put(PutRequest put, List<Event> events) {
+    if (put.hasTenure()) {
+      return attach(put, events);
+    }
     if (put.getSessionId() != 0 && !isLive(put.getSessionId())) {
       return sessionNotFound(put.getSessionId());
     }
     KeyValue kv = write(put.getKey(), put.getValue(), put.getSessionId(), 0, events);
     return new Applied(ok(PutResponse.newBuilder().setKv(kv).build().toByteString()), events, NONE);
+  }
+
+  /** Writes a key attached to a tenure, if the core holds exactly that tenure. */
+  private Applied attach(PutRequest put, List<Event> events) {
+    Tenure tenure = put.getTenure();
+    KeyValue lease = keys.get(LEASE_PREFIX + tenure.getName());
+    if (lease == null
+        || lease.getCreateRevision() != tenure.getToken()
+        || !lease.getValue().toStringUtf8().equals(tenure.getHolder())) {
+      return new Applied(
+          ok(PutResponse.newBuilder().setTenureEnded(true).build().toByteString()), events, NONE);
+    }
+    KeyValue kv = write(ATTACHED_PREFIX + tenure.getName() + "/" + put.getKey(), put.getValue(), 0, 0, events);
+    return new Applied(ok(PutResponse.newBuilder().setKv(kv).build().toByteString()), events, NONE);
+  }
+
+  /**
+   * The lease key {@code leaseKey} was just deleted: deletes its tenure's attached keys at the
+   * same revision. Costs nothing while no attached key exists.
+   */
+  private void dropAttached(String leaseKey, String cause, List<Event> events) {
+    if (attachedKeys == 0 || !leaseKey.startsWith(LEASE_PREFIX)) {
+      return;
+    }
+    String prefix = ATTACHED_PREFIX + leaseKey.substring(LEASE_PREFIX.length()) + "/";
+    var range = keys.tailMap(prefix, true).entrySet().iterator();
+    while (range.hasNext()) {
+      var entry = range.next();
+      String key = entry.getKey();
+      if (!key.startsWith(prefix)) {
+        break;
+      }
+      if (key.indexOf('/', prefix.length()) >= 0) {
+        continue; // a key of a lease whose name continues with "/..."
+      }
+      range.remove();
+      attachedKeys--;
+      events.add(deleted(entry.getValue(), cause));
+    }
   }
 
   private Applied delete(DeleteRequest delete, List<Event> events) {
@@ -530,6 +582,12 @@ final class CoreState {
       countLease(key, -1);
     }
     int replacedAt = events.size();
+    if (current != null) {
+      // The replaced tenure's keys go with it, at the revision of the new tenure's write.
+      revision++;
+      dropAttached(key, "replaced by a new tenure of the same holder", events);
+      revision--;
+    }
     KeyValue kv =
         write(
             key,
@@ -606,6 +664,7 @@ final class CoreState {
     detach(current);
     countLease(key, -1);
     events.add(deleted(current, cause));
+    dropAttached(key, cause, events);
     return true;
   }
 
@@ -619,6 +678,8 @@ final class CoreState {
   private void countLease(String key, int delta) {
     if (key.startsWith(LEASE_PREFIX)) {
       heldLeases += delta;
+    } else if (key.startsWith(ATTACHED_PREFIX)) {
+      attachedKeys += delta;
     }
   }
 
@@ -879,6 +940,7 @@ final class CoreState {
     clients.clear();
     revokedLeases.clear();
     heldLeases = 0;
+    attachedKeys = 0;
     quietSessions = 0;
     lastSessionId = body.getLastSessionId();
     for (SessionRecord r : body.getSessionsList()) {

@@ -601,4 +601,52 @@ class CoreStateTest {
 
     assertThat(restored.counts()).isEqualTo(state.counts());
   }
+
+  // ---- keys attached to a tenure ----
+
+  private io.leasehold.core.proto.PutResponse attach(String name, String holder, long token, String key, String value)
+      throws IOException {
+    Command c =
+        Command.newBuilder()
+            .setPut(
+                PutRequest.newBuilder()
+                    .setCall(call())
+                    .setKey(key)
+                    .setValue(ByteString.copyFromUtf8(value))
+                    .setTenure(io.leasehold.core.proto.Tenure.newBuilder().setName(name).setHolder(holder).setToken(token)))
+            .build();
+    return io.leasehold.core.proto.PutResponse.parseFrom(apply(c).reply().getOk());
+  }
+
+  private static String attachedKey(String name, String key) {
+    return CoreState.ATTACHED_PREFIX + name + "/" + key;
+  }
+
+  @Test
+  void attachedKeysAreWrittenOnlyUnderTheirTenureAndDeletedWithItAtTheSameRevision() throws IOException {
+    long s = grant(10_000);
+    long token = acquire("job", "a#1", 1, s).getToken();
+    long other = acquire("job/sub", "b#1", 1, s).getToken(); // a name that continues with "/"
+    assertThat(attach("job/sub", "b#1", other, "x", "kept").hasKv()).isTrue();
+
+    assertThat(attach("job", "a#1", token, "address", "10.0.0.1").getKv().getKey()).isEqualTo(attachedKey("job", "address"));
+    assertThat(attach("job", "b#1", token, "k", "v").getTenureEnded()).as("another holder's write").isTrue();
+    assertThat(attach("job", "a#1", token + 100, "k", "v").getTenureEnded()).as("another tenure's write").isTrue();
+
+    CoreState.Applied released =
+        apply(Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName("job").setHolder("a#1").setToken(token)).build());
+    assertThat(released.events()).extracting(e -> e.getKv().getKey())
+        .containsExactly(CoreState.LEASE_PREFIX + "job", attachedKey("job", "address"));
+    assertThat(released.events()).extracting(e -> e.getKv().getModRevision()).as("one revision").containsOnly(released.events().get(0).getKv().getModRevision());
+    assertThat(exists(attachedKey("job", "address"))).isFalse();
+    assertThat(exists(attachedKey("job/sub", "x"))).as("the key of lease 'job/sub'").isTrue();
+
+    assertThat(attach("job", "a#1", token, "late", "v").getTenureEnded()).as("a write after the release").isTrue();
+    assertThat(exists(attachedKey("job", "late"))).isFalse();
+
+    CoreState.Applied expired = apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(s).setTerm(term)).build());
+    assertThat(expired.events()).extracting(e -> e.getKv().getKey())
+        .contains(CoreState.LEASE_PREFIX + "job/sub", attachedKey("job/sub", "x"));
+    assertThat(exists(attachedKey("job/sub", "x"))).as("after the session expired").isFalse();
+  }
 }

@@ -99,4 +99,35 @@ public interface LeaseStore {
   default CompletableFuture<Void> abandon(AcquireRequest request) {
     return CompletableFuture.completedFuture(null);
   }
+
+  /**
+   * Writes {@code key = value} attached to {@code tenure}, if and only if the store still holds
+   * exactly that tenure, in one atomic step: a key must never land after its tenure ended. The
+   * store deletes the tenure's keys together with the tenure (release, expiry, revocation).
+   * Answers {@code true} once written, {@code false} when the tenure is gone (nothing written);
+   * completes exceptionally when the store could not be reached.
+   *
+   * <p>Called only when {@link #supportsAttach()} is {@code true}; the default throws {@link
+   * UnsupportedOperationException}.
+   *
+   * @param tenure the tenure to attach to
+   * @param key the key, already checked against the rules of {@link io.leasehold.Lease#attach}
+   * @param value the value
+   * @return whether the key was written
+   */
+  default CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    throw new UnsupportedOperationException(
+        "attached keys are not supported by " + getClass().getSimpleName());
+  }
+
+  /**
+   * Whether this store implements {@link #attach}: attached keys are an optional capability. When
+   * {@code false} (the default), {@link io.leasehold.Lease#attach} throws {@link
+   * UnsupportedOperationException} naming the backend.
+   *
+   * @return whether {@link #attach} is implemented
+   */
+  default boolean supportsAttach() {
+    return false;
+  }
 }

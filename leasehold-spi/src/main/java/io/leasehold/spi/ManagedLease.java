@@ -725,6 +725,76 @@ public final class ManagedLease implements Lease {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Attached keys.
+
+  /** Longest attached key, in characters. */
+  static final int MAX_KEY_LENGTH = 128;
+
+  /** Longest attached value, in characters. */
+  static final int MAX_VALUE_LENGTH = 4096;
+
+  @Override
+  public CompletableFuture<Void> attach(String key, String value) {
+    if (!store.supportsAttach()) {
+      throw new UnsupportedOperationException(
+          "attached keys are not supported by the backend of lease '" + settings.name() + "' ("
+              + store.getClass().getSimpleName() + ")");
+    }
+    checkAttached(key, value);
+    Tenancy t = current;
+    if (!alive(t)) {
+      return CompletableFuture.failedFuture(notHeld(key, "this object does not hold it"));
+    }
+    Tenure tenure = t.tenure;
+    return withTimeout(() -> store.attach(tenure, key, value), "attach of key '" + key + "'")
+        .handle(
+            (written, error) -> {
+              if (error != null) {
+                throw new CompletionException(
+                    leaseException(
+                        error,
+                        "attach of key '" + key + "' to lease '" + settings.name() + "' (token "
+                            + tenure.token() + ") was not confirmed; if it landed, it ends with"
+                            + " the tenure"));
+              }
+              if (!written) {
+                throw new CompletionException(
+                    notHeld(key, "the store no longer has tenure " + tenure.token()));
+              }
+              return null;
+            });
+  }
+
+  private IllegalStateException notHeld(String key, String why) {
+    return new IllegalStateException(
+        "cannot attach key '" + key + "' to lease '" + settings.name() + "': " + why
+            + "; nothing was written");
+  }
+
+  private static void checkAttached(String key, String value) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    if (key.isEmpty() || key.length() > MAX_KEY_LENGTH) {
+      throw new IllegalArgumentException(
+          "attached key must be 1 to " + MAX_KEY_LENGTH + " characters; was " + key.length());
+    }
+    for (int i = 0; i < key.length(); i++) {
+      char c = key.charAt(i);
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+          || c == '.' || c == '_' || c == '-')) {
+        throw new IllegalArgumentException(
+            "attached key may contain only A-Z a-z 0-9 . _ -; found '" + c + "' at index " + i
+                + " of '" + key + "'");
+      }
+    }
+    if (value.length() > MAX_VALUE_LENGTH) {
+      throw new IllegalArgumentException(
+          "attached value must be at most " + MAX_VALUE_LENGTH + " characters; was "
+              + value.length());
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // Release and close.
 
   @Override

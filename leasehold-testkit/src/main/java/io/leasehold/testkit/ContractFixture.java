@@ -32,6 +32,30 @@ public interface ContractFixture extends AutoCloseable {
    */
   void revokeInStore(String leaseName);
 
+  /**
+   * Whether the backend under test declares the optional capability of observing leases ({@link
+   * io.leasehold.LeaseBackend#observe}, {@link io.leasehold.LeaseBackend#read}). The suite then
+   * holds it to the observer clauses; otherwise it asserts that both throw {@link
+   * UnsupportedOperationException} naming the backend, so nothing is silently skipped.
+   *
+   * @return whether the backend observes leases; {@code false} by default
+   */
+  default boolean observesLeases() {
+    return false;
+  }
+
+  /**
+   * Whether the backend under test declares the optional capability of attaching keys to a
+   * tenure ({@link io.leasehold.Lease#attach}); the suite then holds it to the attach clauses,
+   * which also read keys back with {@link io.leasehold.LeaseBackend#read}. Otherwise it asserts
+   * that {@code attach} throws {@link UnsupportedOperationException}.
+   *
+   * @return whether the backend attaches keys; {@code false} by default
+   */
+  default boolean attachesKeys() {
+    return false;
+  }
+
   /** Stops what the fixture started. */
   @Override
   void close();

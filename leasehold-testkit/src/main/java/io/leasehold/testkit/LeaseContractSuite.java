@@ -4,9 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
 import io.leasehold.LeaseTimeoutException;
 import io.leasehold.Subscription;
 import io.leasehold.Ticker;
@@ -14,6 +18,7 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -805,6 +810,250 @@ public abstract class LeaseContractSuite {
     assertThat(b.checkAlive()).isTrue();
     assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
     checker.assertExclusive();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Observing leases and attached keys: optional capabilities. A fixture that declares one is held
+  // to these clauses; one that does not must refuse with UnsupportedOperationException.
+
+  @Test
+  void anObserverSeesAcquireReleaseAcquireWithTheirTokensInOrder() {
+    String name = leaseName();
+    Contender watcher = contender();
+    if (!observing(watcher.backend(), name)) {
+      return;
+    }
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    EventRecorder seen = new EventRecorder();
+    Subscription subscription = watcher.backend().observe(name, seen);
+    awaitEvents(seen, 1);
+
+    long tokenOfA = hold(a);
+    result(a.release());
+    long tokenOfB = hold(b);
+
+    awaitEvents(seen, 4);
+    assertThat(summaries(seen))
+        .containsExactly(
+            "CURRENT free",
+            "ACQUIRED owner-a " + tokenOfA,
+            "RELEASED owner-a " + tokenOfA,
+            "ACQUIRED owner-b " + tokenOfB);
+    assertThat(seen.events().get(1).holding().orElseThrow().holder())
+        .as("the holder as the store names it")
+        .isEqualTo(a.holder().toString());
+
+    EventRecorder late = new EventRecorder();
+    watcher.backend().observe(name, late);
+    awaitEvents(late, 1);
+    assertThat(summaries(late)).as("an observer that starts while owner-b holds").containsExactly("CURRENT owner-b " + tokenOfB);
+    LeaseState state = result(watcher.backend().read(name));
+    assertThat(state.holding().map(LeaseHolding::holder)).hasValue(b.holder().toString());
+    assertThat(state.holding().map(LeaseHolding::token)).hasValue(tokenOfB);
+
+    subscription.cancel();
+    result(b.release());
+    awaitEvents(late, 2);
+    assertThat(summaries(late).get(1)).isEqualTo("RELEASED owner-b " + tokenOfB);
+    assertThat(seen.count()).as("events after the subscription was cancelled").isEqualTo(4);
+  }
+
+  /**
+   * The observer's own process is cut off while the lease changes hands twice. Once it heals it is
+   * told every change in order, or, where the store cannot resume, a GAP with the state re-read:
+   * never a silent skip.
+   */
+  @Test
+  void anObserverCutOffWhileTheLeaseChangesHandsMissesNothing() {
+    String name = leaseName();
+    Contender watcher = contender();
+    if (!observing(watcher.backend(), name)) {
+      return;
+    }
+    Lease a = lease(contender(), name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    EventRecorder seen = new EventRecorder();
+    watcher.backend().observe(name, seen);
+    awaitEvents(seen, 1);
+
+    watcher.cutOff();
+    long tokenOfA = hold(a);
+    result(a.release());
+    long tokenOfB = hold(b);
+    watcher.heal();
+
+    String last = "ACQUIRED owner-b " + tokenOfB;
+    String gap = "GAP owner-b " + tokenOfB;
+    try {
+      time.awaitUntil(
+          "the observer catches up after healing", patience(), () -> summaries(seen).contains(last) || summaries(seen).contains(gap));
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
+    if (seen.sawType(LeaseEvent.Type.GAP)) {
+      assertThat(summaries(seen)).as("a store that could not resume").endsWith(gap);
+    } else {
+      assertThat(summaries(seen))
+          .containsExactly(
+              "CURRENT free", "ACQUIRED owner-a " + tokenOfA, "RELEASED owner-a " + tokenOfA, last);
+    }
+  }
+
+  /**
+   * The holder is cut off; the observer, elsewhere, is told of the expiry, and by then the holder
+   * has already stopped: its checkAlive() is false when the event arrives.
+   */
+  @Test
+  void anObserverSeesAnExpiryWhenAHolderIsCutOffAfterTheHolderStopped() {
+    String name = leaseName();
+    Contender watcher = contender();
+    if (!observing(watcher.backend(), name)) {
+      return;
+    }
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    AtomicBoolean holderAliveAtExpiry = new AtomicBoolean(true);
+    EventRecorder seen =
+        new EventRecorder(
+            e -> {
+              if (e.type() == LeaseEvent.Type.EXPIRED) {
+                holderAliveAtExpiry.set(a.checkAlive());
+              }
+              return true;
+            });
+    watcher.backend().observe(name, seen);
+    awaitEvents(seen, 1);
+    long tokenOfA = hold(a);
+    awaitEvents(seen, 2);
+
+    processA.cutOff();
+
+    try {
+      time.awaitUntil("the observer is told of the expiry", patience(), () -> seen.sawType(LeaseEvent.Type.EXPIRED));
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
+    assertThat(summaries(seen))
+        .containsExactly("CURRENT free", "ACQUIRED owner-a " + tokenOfA, "EXPIRED owner-a " + tokenOfA);
+    assertThat(holderAliveAtExpiry).as("owner-a's checkAlive() when the observer heard of the expiry").isFalse();
+  }
+
+  @Test
+  void attachedKeysAreReadableByOthersAndVanishWithTheTenure() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    if (!attaching(a)) {
+      return;
+    }
+    LeaseBackend reader = contender().backend();
+    long token = hold(a);
+    result(a.attach("address", "10.0.0.1:8080"));
+    result(a.attach("role", "primary"));
+    result(a.attach("role", "standby"));
+
+    LeaseState held = result(reader.read(name));
+    assertThat(held.holding().map(LeaseHolding::holder)).hasValue(a.holder().toString());
+    assertThat(held.holding().map(LeaseHolding::token)).hasValue(token);
+    assertThat(held.attached())
+        .containsExactly(Map.entry("address", "10.0.0.1:8080"), Map.entry("role", "standby"));
+
+    result(a.release());
+    LeaseState released = result(reader.read(name));
+    assertThat(released.holding()).as("after the release").isEmpty();
+    assertThat(released.attached()).as("keys after the release").isEmpty();
+
+    hold(a);
+    assertThat(result(reader.read(name)).attached()).as("keys of a new tenure of the same holder").isEmpty();
+    result(a.attach("address", "10.0.0.2:8080"));
+
+    processA.cutOff(); // the tenure expires in the store; owner-b takes over
+    Lease b = lease(contender(), name, "owner-b");
+    keepAcquiring(b, () -> {});
+    LeaseState taken = result(reader.read(name));
+    assertThat(taken.holding().map(LeaseHolding::holder)).hasValue(b.holder().toString());
+    assertThat(taken.attached()).as("keys once owner-a's tenure expired").isEmpty();
+  }
+
+  /**
+   * A write to an attached key after the tenure ended fails and never lands: refused at once once
+   * released; refused by the store when the holder has not yet heard that its record was deleted.
+   */
+  @Test
+  void aWriteToAnAttachedKeyAfterTheTenureEndedIsRefusedAndNeverLands() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    if (!attaching(a)) {
+      return;
+    }
+    LeaseBackend reader = contender().backend();
+    Lease b = lease(contender(), name, "owner-b");
+    hold(a);
+    result(a.attach("k", "during"));
+    result(a.release());
+
+    assertThat(failureOf(a.attach("k", "after the release")))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining(name);
+
+    hold(a);
+    processA.cutOff();
+    fixture.revokeInStore(name);
+    CompletableFuture<Void> late = a.attach("k", "after the revocation");
+    processA.heal();
+
+    assertThat(failureOf(late))
+        .as("a write sent after the store deleted the tenure")
+        .isInstanceOfAny(IllegalStateException.class, LeaseException.class);
+    keepAcquiring(b, () -> {});
+    LeaseState now = result(reader.read(name));
+    assertThat(now.holding().map(LeaseHolding::holder)).hasValue(b.holder().toString());
+    assertThat(now.attached()).as("keys under owner-b's tenure").isEmpty();
+  }
+
+  /** Whether the fixture observes leases; if it does not, asserts that the backend says so. */
+  private boolean observing(LeaseBackend backend, String name) {
+    if (fixture.observesLeases()) {
+      return true;
+    }
+    assertThatThrownBy(() -> backend.observe(name, event -> {}))
+        .as("observe() on a backend whose fixture does not declare observing")
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining(backend.uri());
+    assertThatThrownBy(() -> backend.read(name))
+        .as("read() on a backend whose fixture does not declare observing")
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining(backend.uri());
+    return false;
+  }
+
+  /** Whether the fixture attaches keys; if it does not, asserts that the lease says so. */
+  private boolean attaching(Lease lease) {
+    if (fixture.attachesKeys()) {
+      return true;
+    }
+    assertThatThrownBy(() -> lease.attach("k", "v"))
+        .as("attach() on a backend whose fixture does not declare attached keys")
+        .isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining(lease.name());
+    return false;
+  }
+
+  private void awaitEvents(EventRecorder seen, int count) {
+    try {
+      time.awaitUntil(count + " event(s) observed", patience(), () -> seen.count() >= count);
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; observed only " + summaries(seen), e);
+    }
+  }
+
+  /** Each event as "TYPE owner token", or "TYPE free". */
+  private static List<String> summaries(EventRecorder seen) {
+    return seen.events().stream()
+        .map(e -> e.type() + e.holding().map(h -> " " + h.owner() + " " + h.token()).orElse(" free"))
+        .toList();
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+package io.leasehold.cli;
+
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseEvent;
+import io.leasehold.Subscription;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Callable;
+import java.util.concurrent.LinkedBlockingQueue;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code leasehold watch NAME}: prints who holds a lease, then each change, one line each. */
+@Command(
+    name = "watch",
+    mixinStandardHelpOptions = true,
+    header = "Prints who holds a lease, then every change, one line each, until interrupted.",
+    description = {
+      "Observes lease NAME: the first line is its current state (CURRENT, with the holder and"
+          + " fencing token, or free), then one line per change in the order the store made them:"
+          + " ACQUIRED, RELEASED, EXPIRED, REVOKED, TAKEN_OVER, and GAP (changes were missed while"
+          + " disconnected; the state was read again). Each line starts with the time this"
+          + " process saw the event.",
+      "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
+          + Backends.DEV_URI,
+      "Exits 0 when interrupted or after --count events, 1 if the backend cannot observe leases,"
+          + " 2 for bad options."
+    })
+final class WatchCommand implements Callable<Integer> {
+
+  @Spec private CommandSpec spec;
+
+  @Parameters(index = "0", paramLabel = "NAME", description = "The lease name.")
+  private String name;
+
+  @Option(names = "--backend", paramLabel = "URI", description = "The store's URI (default: see above).")
+  private String backend;
+
+  @Option(names = "--json", description = "Print each event as one JSON object per line.")
+  private boolean json;
+
+  @Option(
+      names = "--count",
+      paramLabel = "N",
+      description = "Exit after N events (the first, CURRENT, included); 1 to 1000000. Default: run until interrupted.")
+  private Integer count;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    LeaseCommands.checkName(spec, name);
+    if (count != null && (count < 1 || count > 1_000_000)) {
+      throw new ParameterException(spec.commandLine(), "--count must be between 1 and 1000000; was " + count);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    String uri = Backends.orDefault(backend);
+    BlockingQueue<LeaseEvent> events = new LinkedBlockingQueue<>();
+    try (LeaseBackend store = LeaseCommands.open(spec, uri, backend != null)) {
+      Subscription subscription;
+      try {
+        subscription = store.observe(name, events::add);
+      } catch (UnsupportedOperationException e) {
+        return LeaseCommands.fail(err, "watch", e.getMessage());
+      }
+      try {
+        // Printed here, not on the backend's callback thread, so a slow terminal slows nobody.
+        for (int printed = 0; count == null || printed < count; printed++) {
+          LeaseEvent event = events.take();
+          Instant seenAt = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+          out.println(json ? LeaseJson.event(seenAt, event) : seenAt + " " + event);
+          out.flush();
+        }
+      } finally {
+        subscription.cancel();
+      }
+      return 0;
+    }
+  }
+}
