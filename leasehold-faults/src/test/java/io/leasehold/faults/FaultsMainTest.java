@@ -39,6 +39,21 @@ class FaultsMainTest {
     assertThat(err.toString()).contains(message);
   }
 
+  /** Issue 18, item 18: a bad option is its message and a pointer to --help, not the whole usage. */
+  @Test
+  void aBadOptionIsNotFollowedByTheWholeUsage() {
+    StringWriter err = new StringWriter();
+    CommandLine cl = FaultsMain.commandLine();
+    cl.setErr(new PrintWriter(err));
+    cl.setOut(new PrintWriter(new StringWriter()));
+
+    assertThat(cl.execute("--clients=1")).isEqualTo(2);
+    assertThat(err.toString())
+        .contains("--clients must be between 2 and 16; was 1")
+        .contains("Try 'leasehold faults --help' for more information.")
+        .doesNotContain("Usage:");
+  }
+
   @ParameterizedTest
   @CsvSource(delimiter = '|', value = {
     "--runs=0|--runs must be between 1 and 1000; was 0",
