@@ -61,7 +61,7 @@ class StatusCommandTest {
   @Test
   void statusCountsTheLeasesHeld() throws Exception {
     try (LeaseBackend backend = LeaseBackend.open(cluster.uri());
-        Lease lease = backend.newLease(LeaseSettings.builder("status-test", "test").ttl(Duration.ofSeconds(5)).build())) {
+        Lease lease = backend.newLease(LeaseSettings.builder("status-test", "test").ttl(Duration.ofSeconds(15)).build())) {
       assertThat(lease.acquire().get(20, TimeUnit.SECONDS)).isTrue();
 
       // Until a leader answers: on a loaded machine an election may be under way.
@@ -100,18 +100,22 @@ class StatusCommandTest {
     int stopped = (leader + 1) % 3;
     cluster.stopNode(stopped);
     try {
-      Cli run = Cli.run("status", "--backend", cluster.uri(), "--timeout", "1s");
+      // Until the two left agree on a leader: on a loaded machine the leader may have moved
+      // between leader() and stopNode(), and an election takes a while.
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+        Cli run = Cli.run("status", "--backend", cluster.uri(), "--timeout", "1s");
 
-      assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
-      List<String[]> rows = rows(run.out());
-      assertThat(rows).hasSize(3);
-      String[] down = rows.get(stopped);
-      assertThat(down[1]).isEqualTo(cluster.peers().get(stopped).clientEndpoint());
-      assertThat(down[2]).isEqualTo("UNREACHABLE");
-      assertThat(IntStream.range(0, 3).filter(i -> i != stopped).mapToObj(rows::get))
-          .extracting(r -> r[2])
-          .containsOnly("LEADER", "FOLLOWER")
-          .contains("LEADER");
+        assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
+        List<String[]> rows = rows(run.out());
+        assertThat(rows).hasSize(3);
+        String[] down = rows.get(stopped);
+        assertThat(down[1]).isEqualTo(cluster.peers().get(stopped).clientEndpoint());
+        assertThat(down[2]).isEqualTo("UNREACHABLE");
+        assertThat(IntStream.range(0, 3).filter(i -> i != stopped).mapToObj(rows::get))
+            .extracting(r -> r[2])
+            .containsOnly("LEADER", "FOLLOWER")
+            .contains("LEADER");
+      });
     } finally {
       cluster.startNode(stopped);
     }
