@@ -88,10 +88,23 @@ public final class Main implements Callable<Integer> {
     }
   }
 
+  /**
+   * gRPC logs through java.util.logging, not SLF4J (Ratis's shaded copy says "INFO: Epoll
+   * available" at every start): warnings only, unless --verbose. Held here because JUL keeps its
+   * loggers only weakly, and would forget the level.
+   */
+  private static final java.util.logging.Logger[] GRPC_JUL = {
+    java.util.logging.Logger.getLogger("io.grpc"),
+    java.util.logging.Logger.getLogger("org.apache.ratis.thirdparty.io.grpc"),
+  };
+
   @Spec private CommandSpec spec;
 
   /** The command line's entry point; exits the JVM with the command's exit code. */
   public static void main(String[] args) {
+    for (java.util.logging.Logger l : GRPC_JUL) {
+      l.setLevel(java.util.logging.Level.WARNING);
+    }
     System.exit(commandLine().execute(args));
   }
 
@@ -119,6 +132,9 @@ public final class Main implements Callable<Integer> {
       System.setProperty(DEFAULT_LOG_LEVEL, "warn");
       for (String logger : QUIETED_LOGGERS) {
         System.setProperty("org.slf4j.simpleLogger.log." + logger, "warn");
+      }
+      for (java.util.logging.Logger l : GRPC_JUL) {
+        l.setLevel(null); // JUL's default again: INFO
       }
     }
   }
