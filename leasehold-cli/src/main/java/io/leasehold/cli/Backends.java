@@ -1,5 +1,7 @@
 package io.leasehold.cli;
 
+import java.time.Duration;
+import java.util.Locale;
 import java.util.Map;
 import java.util.StringJoiner;
 
@@ -29,7 +31,53 @@ final class Backends {
    */
   static final String DEV_URI = "leasehold://127.0.0.1:7000,127.0.0.1:7002,127.0.0.1:7004";
 
+  /** The longest TTL any backend takes ({@code LeaseSettings}' own limit). */
+  static final Duration MAX_TTL = Duration.ofHours(24);
+
+  /**
+   * The shortest TTL {@code run} takes on a store over the network. A lease's calls get
+   * {@code ttl/6} by default, and the first acquire of a fresh {@code leasehold run} JVM connects
+   * in that time too: with {@code --ttl 500ms} (83 ms) it timed out every time against a healthy
+   * {@code leasehold dev}, and 2s failed on a loaded machine. Programs that keep a backend open
+   * (a warm connection) can go lower: see each backend's page.
+   */
+  static final Duration MIN_NETWORK_TTL = Duration.ofSeconds(5);
+
+  /** The shortest TTL on the in-process {@code memory:} store. */
+  static final Duration MIN_MEMORY_TTL = Duration.ofMillis(1);
+
   private Backends() {}
+
+  /** {@return the URI's scheme, lower case, without the colon; empty if it has none} */
+  static String scheme(String uri) {
+    int colon = uri.indexOf(':');
+    return colon <= 0 ? "" : uri.substring(0, colon).strip().toLowerCase(Locale.ROOT);
+  }
+
+  /** {@return the shortest {@code --ttl} {@code run} accepts on the store of this URI} */
+  static Duration minTtl(String uri) {
+    return scheme(uri).equals("memory") ? MIN_MEMORY_TTL : MIN_NETWORK_TTL;
+  }
+
+  /**
+   * {@return what to try when the store of this URI did not answer}: {@code ./leasehold dev} only
+   * for the cluster it starts, a check of its own for every other kind of store.
+   */
+  static String unreachableHint(String uri) {
+    return switch (scheme(uri)) {
+      case "leasehold" -> uri.equals(DEV_URI)
+          ? "Is `./leasehold dev` running? Start it in another terminal, or name your cluster with"
+              + " --backend URI or $" + ENV + "."
+          : "Is the cluster running, and are these its nodes' client ports?";
+      case "etcd" -> "Is etcd running at that address? `etcdctl --endpoints=... endpoint health`"
+          + " checks it.";
+      case "zookeeper" -> "Is ZooKeeper running at that address? `echo ruok | nc HOST PORT` checks"
+          + " it (4-letter words permitting).";
+      case "kubernetes" -> "Can this machine reach the Kubernetes API server of your kubeconfig?"
+          + " `kubectl get leases` checks it.";
+      default -> "Is the store running? Name it with --backend URI or $" + ENV + ".";
+    };
+  }
 
   /** {@return {@code $LEASEHOLD_BACKEND} if set and not blank, else {@link #DEV_URI}} */
   static String defaultUri() {

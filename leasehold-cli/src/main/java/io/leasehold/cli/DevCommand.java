@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -103,6 +104,7 @@ final class DevCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     checkOptions();
+    checkPorts(); // before the temporary directory exists: nothing to clean up
     boolean temporary = dir == null;
     // A directory with the marker holds a cluster an earlier run made: its nodes recover their
     // data. Anything else is a new cluster, whose nodes format their (new) directories.
@@ -153,7 +155,7 @@ final class DevCommand implements Callable<Integer> {
       err.flush();
       return 2;
     } catch (UncheckedIOException | IllegalStateException e) {
-      err.println("leasehold dev: the cluster could not start: " + e.getMessage() + portHint(e));
+      err.println("leasehold dev: the cluster could not start: " + Errors.describe(e) + portHint(e));
       err.flush();
       return 1;
     }
@@ -218,6 +220,28 @@ final class DevCommand implements Callable<Integer> {
     }
   }
 
+  /** Node i listens on PORT + 2i (clients, loopback) and PORT + 2i + 1 (Raft, every address). */
+  private void checkPorts() {
+    if (port == 0) {
+      return;
+    }
+    for (int i = 0; i < nodes; i++) {
+      int client = port + 2 * i;
+      String taken =
+          Ports.inUse(InetAddress.getLoopbackAddress(), client)
+              ? "port " + client + " (node n" + (i + 1) + "'s client port)"
+              : Ports.inUse(null, client + 1)
+                  ? "port " + (client + 1) + " (node n" + (i + 1) + "'s Raft port)"
+                  : null;
+      if (taken != null) {
+        throw new CommandFailure(
+            ExitStatus.FAILURE,
+            taken + " is in use: is another `leasehold dev` running? Stop it, or give this one"
+                + " other ports with --port (--port 0 picks free ones)");
+      }
+    }
+  }
+
   /**
    * Checks that {@code --dir} is new, empty, or holds this very cluster (same URI), so that a kept
    * cluster starts again on its own data and nothing else is written into.
@@ -245,9 +269,14 @@ final class DevCommand implements Callable<Integer> {
           + dir + " holds other files");
     }
     try {
-      return Files.createDirectories(dir);
+      Path created = Files.createDirectories(dir);
+      if (!Files.isWritable(created)) {
+        throw bad("--dir " + dir + " is not writable");
+      }
+      return created;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot create --dir " + dir + ": " + e.getMessage(), e);
+      // Under a regular file, under /proc, without permission: the flag and the reason, exit 2.
+      throw bad("--dir " + dir + " cannot be created: " + Errors.describe(e));
     }
   }
 
@@ -343,11 +372,11 @@ final class DevCommand implements Callable<Integer> {
     }
   }
 
-  private static boolean isEmpty(Path dir) {
+  private boolean isEmpty(Path dir) {
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
       return !entries.iterator().hasNext();
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read --dir " + dir + ": " + e.getMessage(), e);
+      throw bad("--dir " + dir + " cannot be read: " + Errors.describe(e));
     }
   }
 

@@ -25,19 +25,19 @@ import java.util.concurrent.TimeoutException;
 final class LeaseRunner {
 
   /** The lease is held elsewhere (no {@code --wait}), or {@code --timeout} passed (EX_TEMPFAIL). */
-  static final int HELD_ELSEWHERE = 75;
+  static final int HELD_ELSEWHERE = ExitStatus.TEMPORARY;
 
   /** The lease was lost while the command ran; the command was stopped (EX_SOFTWARE). */
-  static final int LOST = 70;
+  static final int LOST = ExitStatus.LOST;
 
   /** Whether the lease is free could not be found out: store unreachable (EX_UNAVAILABLE). */
-  static final int UNAVAILABLE = 69;
+  static final int UNAVAILABLE = ExitStatus.UNAVAILABLE;
 
   /** The command could not be started, as a shell reports a command it cannot run. */
-  static final int CANNOT_START = 127;
+  static final int CANNOT_START = ExitStatus.CANNOT_RUN;
 
   /** This process was told to stop (SIGINT, SIGTERM) while waiting for the lease. */
-  static final int INTERRUPTED = 130;
+  static final int INTERRUPTED = ExitStatus.INTERRUPTED;
 
   private final Lease lease;
   private final List<String> command;
@@ -95,6 +95,7 @@ final class LeaseRunner {
   private int acquire() throws InterruptedException {
     long start = System.nanoTime();
     boolean told = false;
+    String lastProblem = null; // what the store's last failure said, printed once until it changes
     int failures = 0;
     for (; ; ) {
       if (stopRequested) {
@@ -108,13 +109,16 @@ final class LeaseRunner {
         error = e.getCause();
       }
       if (won) {
+        if (lastProblem != null) {
+          say("reached the store again");
+        }
         return -1;
       }
       String holder = lease.lastKnownHolder().map(h -> "held by " + h).orElse("held by another holder");
       if (!wait) {
         if (error != null) {
           say("could not find out whether lease '" + lease.name() + "' is free: "
-              + error.getMessage());
+              + Errors.describe(error));
           return UNAVAILABLE;
         }
         say("lease '" + lease.name() + "' is " + holder
@@ -122,17 +126,30 @@ final class LeaseRunner {
         return HELD_ELSEWHERE;
       }
       if (error != null) {
-        say("could not reach the store for lease '" + lease.name() + "' (" + error.getMessage()
-            + "); still trying");
-      } else if (!told) {
-        say("lease '" + lease.name() + "' is " + holder + "; waiting for it"
-            + (timeout != null ? " for up to " + Durations.format(timeout) : ""));
-        told = true;
+        String problem = Errors.describe(error);
+        if (!problem.equals(lastProblem)) { // not the same line every few seconds for ever
+          say("could not reach the store for lease '" + lease.name() + "' (" + problem
+              + "); still trying" + (timeout != null ? " for up to " + Durations.format(timeout) : ""));
+        }
+        lastProblem = problem;
+      } else {
+        if (!told) {
+          say("lease '" + lease.name() + "' is " + holder + "; waiting for it"
+              + (timeout != null ? " for up to " + Durations.format(timeout) : ""));
+          told = true;
+        }
+        lastProblem = null;
       }
       long pause = backoff(failures++);
       if (timeout != null) {
         long left = start + timeout.toNanos() - System.nanoTime();
         if (left <= 0) {
+          if (error != null) {
+            // Nobody was seen holding it: the store did not answer (exit 69, not 75).
+            say("gave up waiting for lease '" + lease.name() + "' after "
+                + Durations.format(timeout) + ": the store did not answer (" + lastProblem + ")");
+            return UNAVAILABLE;
+          }
           say("gave up waiting for lease '" + lease.name() + "' after "
               + Durations.format(timeout) + "; it is " + holder);
           return HELD_ELSEWHERE;
@@ -172,7 +189,7 @@ final class LeaseRunner {
                 "LEASEHOLD_OWNER", lease.owner(),
                 "LEASEHOLD_FENCING_TOKEN", Long.toString(token.getAsLong())));
       } catch (IOException e) {
-        say(e.getMessage());
+        say(Errors.describe(e));
         release();
         return CANNOT_START;
       }
@@ -261,7 +278,7 @@ final class LeaseRunner {
     try {
       lease.release().get(lease.settings().ttl().toNanos(), TimeUnit.NANOSECONDS);
     } catch (ExecutionException | CompletionException e) {
-      say("could not confirm the release of lease '" + lease.name() + "' (" + e.getCause()
+      say("could not confirm the release of lease '" + lease.name() + "' (" + Errors.describe(e)
           + "); the store lets it expire within " + Durations.format(lease.settings().ttl()));
     } catch (TimeoutException e) {
       say("no answer to the release of lease '" + lease.name() + "'; the store lets it expire"

@@ -1,6 +1,5 @@
 package io.leasehold.cli;
 
-import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.client.CoreClient;
@@ -82,10 +81,10 @@ final class RevokeCommand implements Callable<Integer> {
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
       if (cause instanceof LeaseStoreUnavailableException) {
-        err.println("leasehold revoke: no node of " + uri + " answered; nothing was revoked. Is the cluster"
-            + " running? (" + cause.getMessage() + ")");
+        err.println("leasehold revoke: no node of " + uri + " answered (" + Errors.describe(cause)
+            + "); nothing was revoked. " + Backends.unreachableHint(uri));
       } else {
-        err.println("leasehold revoke: " + (cause instanceof LeaseException ? cause.getMessage() : cause.toString()));
+        err.println("leasehold revoke: " + Errors.describe(cause));
       }
       err.flush();
       return 1;

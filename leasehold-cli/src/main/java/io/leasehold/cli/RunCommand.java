@@ -70,7 +70,8 @@ final class RunCommand implements Callable<Integer> {
       names = "--ttl",
       paramLabel = "D",
       defaultValue = "15s",
-      description = "The lease's time to live (default: ${DEFAULT-VALUE}).")
+      description = "The lease's time to live, 5s to 24h on a store over the network, 1ms to 24h"
+          + " on memory: (default: ${DEFAULT-VALUE}).")
   private Duration ttl;
 
   @Option(
@@ -79,7 +80,7 @@ final class RunCommand implements Callable<Integer> {
       description = {
         "Time between SIGTERM and SIGKILL after the lease is lost. Default: the lease's safety"
             + " margin (ttl/10, 1.5s for the default ttl), so the command is gone before the store"
-            + " can give the lease to anyone else."
+            + " can give the lease to anyone else. 0ms to 24h."
       })
   private Duration grace;
 
@@ -89,7 +90,8 @@ final class RunCommand implements Callable<Integer> {
   @Option(
       names = "--timeout",
       paramLabel = "D",
-      description = "With --wait: give up after this long (exit 75). Default: wait for ever.")
+      description = "With --wait: give up after this long, 1ms to 24h (exit 75; 69 if the store"
+          + " did not answer). Default: wait for ever.")
   private Duration timeout;
 
   @Parameters(
@@ -98,57 +100,126 @@ final class RunCommand implements Callable<Integer> {
       description = "The command and its arguments; put -- before it.")
   private List<String> command;
 
+  /** The longest --timeout and --grace. */
+  static final Duration MAX_WAIT = Duration.ofHours(24);
+
   @Override
   public Integer call() throws InterruptedException {
-    if (timeout != null && !wait) {
-      throw new ParameterException(spec.commandLine(), "--timeout needs --wait");
+    Main.quietLibraryLogUnlessVerbose(); // under cron, stderr only when something is wrong
+    String uri = Backends.orDefault(backend);
+    String uriSource = backend != null ? "--backend" : "$" + Backends.ENV;
+    // Every flag first, before the store is opened (ZooKeeper's open alone may take the session
+    // timeout): a bad one is exit 2 naming the flag, in the syntax the flag accepts.
+    Duration minTtl = Backends.minTtl(uri);
+    if (ttl.compareTo(minTtl) < 0 || ttl.compareTo(Backends.MAX_TTL) > 0) {
+      throw bad("--ttl must be between " + Durations.format(minTtl) + " and "
+          + Durations.format(Backends.MAX_TTL) + " on " + uriDescription(uri) + "; was "
+          + Durations.format(ttl)
+          + (minTtl.equals(Backends.MIN_NETWORK_TTL)
+              ? " (a shorter one leaves the first call, which also connects, too little time;"
+                  + " memory: takes down to 1ms)"
+              : ""));
     }
-    if (timeout != null && (timeout.isZero() || timeout.isNegative())) {
-      throw new ParameterException(
-          spec.commandLine(), "--timeout must be above zero; was " + Durations.format(timeout));
+    if (timeout != null && !wait) {
+      throw bad("--timeout needs --wait");
+    }
+    if (timeout != null && (timeout.isZero() || timeout.compareTo(MAX_WAIT) > 0)) {
+      throw bad("--timeout must be between 1ms and " + Durations.format(MAX_WAIT) + "; was "
+          + Durations.format(timeout));
+    }
+    if (grace != null && grace.compareTo(MAX_WAIT) > 0) {
+      throw bad("--grace must be between 0ms and " + Durations.format(MAX_WAIT) + "; was "
+          + Durations.format(grace));
+    }
+    String notRunnable = notRunnable(command.get(0));
+    if (notRunnable != null) {
+      // Before the lease is taken, and in our words rather than setsid's.
+      throw new CommandFailure(ExitStatus.CANNOT_RUN, "cannot run '" + command.get(0) + "': "
+          + notRunnable + "; the lease was not taken");
     }
     PrintWriter err = spec.commandLine().getErr();
     LeaseSettings settings;
     try {
+      LeaseSettings.builder(leaseName, "o").build();
+    } catch (IllegalArgumentException e) {
+      throw bad("--lease: " + e.getMessage());
+    }
+    try {
       settings = LeaseSettings.builder(leaseName, owner != null ? owner : defaultOwner()).ttl(ttl).build();
     } catch (IllegalArgumentException e) {
-      throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+      throw bad((owner != null ? "--owner: " : "--ttl: ") + e.getMessage());
     }
     Duration stopGrace = grace != null ? grace : settings.safetyMargin();
-    if (stopGrace.isNegative()) {
-      throw new ParameterException(spec.commandLine(), "--grace must not be negative");
-    }
     LeaseBackend store;
     try {
-      store = LeaseBackend.open(Backends.orDefault(backend));
+      store = LeaseBackend.open(uri);
     } catch (IllegalArgumentException e) {
-      err.println("leasehold run: cannot use backend '" + Backends.orDefault(backend) + "': " + e.getMessage());
-      err.println("leasehold run: choose one with --backend URI or LEASEHOLD_BACKEND");
-      err.flush();
-      return spec.exitCodeOnInvalidInput();
+      throw bad(uriSource + " is not a usable backend URI ('" + uri + "'): " + e.getMessage());
     }
-    try (store;
-        Lease lease = store.newLease(settings)) {
-      LeaseRunner runner = new LeaseRunner(lease, command, wait, timeout, stopGrace, err);
-      Thread hook = new Thread(runner::shutdown, "leasehold-run-shutdown");
-      Runtime.getRuntime().addShutdownHook(hook);
+    try (store) {
+      Lease lease;
       try {
-        int status = runner.run();
-        if (status == LeaseRunner.UNAVAILABLE) {
-          err.println(
-              "leasehold run: is the store running? Start a local cluster with `./leasehold dev`,"
-                  + " or name yours with --backend or $" + Backends.ENV + ".");
-          err.flush();
-        }
-        return status;
-      } finally {
-        try {
-          Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException shuttingDown) {
-          // the hook is running: it waits for us
-        }
+        lease = store.newLease(settings);
+      } catch (IllegalArgumentException e) {
+        // A limit only the opened store knows (ZooKeeper: ttl at most its session timeout).
+        throw bad("--ttl " + Durations.format(ttl) + " does not suit " + uri + ": " + e.getMessage());
+      }
+      try (lease) {
+        return runHolding(lease, stopGrace, uri, err);
       }
     }
+  }
+
+  private int runHolding(Lease lease, Duration stopGrace, String uri, PrintWriter err)
+      throws InterruptedException {
+    LeaseRunner runner = new LeaseRunner(lease, command, wait, timeout, stopGrace, err);
+    Thread hook = new Thread(runner::shutdown, "leasehold-run-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    try {
+      int status = runner.run();
+      if (status == LeaseRunner.UNAVAILABLE) {
+        err.println("leasehold run: " + Backends.unreachableHint(uri));
+        err.flush();
+      }
+      return status;
+    } finally {
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook is running: it waits for us
+      }
+    }
+  }
+
+  private static String uriDescription(String uri) {
+    String scheme = Backends.scheme(uri);
+    return scheme.equals("leasehold") ? "leasehold:// (the core)" : scheme + ":";
+  }
+
+  private ParameterException bad(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+
+  /** {@return why {@code program} cannot be run, as a shell would look it up; null if it can} */
+  static String notRunnable(String program) {
+    if (program.isEmpty()) {
+      return "an empty command";
+    }
+    if (program.contains("/")) {
+      Path p = Path.of(program);
+      if (!Files.exists(p)) {
+        return "no such file";
+      }
+      return Files.isDirectory(p) || !Files.isExecutable(p) ? "not an executable file" : null;
+    }
+    String path = System.getenv().getOrDefault("PATH", "");
+    for (String dir : path.split(":", -1)) {
+      Path p = Path.of(dir.isEmpty() ? "." : dir).resolve(program);
+      if (Files.isExecutable(p) && !Files.isDirectory(p)) {
+        return null;
+      }
+    }
+    return "command not found on the PATH";
   }
 
   /** user@host:pid, so two runs on one machine are told apart. */

@@ -158,6 +158,7 @@ final class ServerCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw bad("--peers is not valid: " + e.getMessage() + " (was '" + peers + "')");
     }
+    checkDistinctPorts(cluster);
     if (cluster.stream().noneMatch(p -> p.id().equals(id))) {
       throw bad(
           "--id must be one of the ids in --peers ("
@@ -187,12 +188,40 @@ final class ServerCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * Two nodes on one host whose ports meet (the same PORT, or one's client port on the other's
+   * Raft port, PORT + 1) cannot both run; the node that loses logs a trace and runs for ever.
+   */
+  private void checkDistinctPorts(List<Peer> cluster) {
+    for (int i = 0; i < cluster.size(); i++) {
+      for (int j = i + 1; j < cluster.size(); j++) {
+        Peer a = cluster.get(i);
+        Peer b = cluster.get(j);
+        if (a.host().equalsIgnoreCase(b.host()) && Math.abs(a.clientPort() - b.clientPort()) <= 1) {
+          throw bad("--peers is not valid: nodes " + a.id() + " (" + a.host() + ":" + a.clientPort()
+              + ") and " + b.id() + " (" + b.host() + ":" + b.clientPort() + ") share a port: each"
+              + " node uses PORT for clients and PORT + 1 for Raft, so nodes on one host need ports"
+              + " at least 2 apart (was '" + peers + "')");
+        }
+      }
+    }
+  }
+
   @Override
   public Integer call() {
     NodeConfig config = config();
     CoreNode.Restore restoring = restore();
     PrintWriter err = spec.commandLine().getErr();
     Peer self = config.selfPeer();
+    // Before the node starts: Ratis ends the JVM (after ~20 s, with a trace) on a taken Raft port.
+    String taken =
+        Ports.inUse(self.clientAddress().getAddress(), self.clientPort())
+            ? "client port " + self.clientPort()
+            : Ports.inUse(null, self.raftPort()) ? "Raft port " + self.raftPort() + " (PORT + 1)" : null;
+    if (taken != null) {
+      throw new CommandFailure(ExitStatus.FAILURE, "node " + id + " cannot start: its " + taken
+          + " is in use (another node or program on this machine?); give it other ports in --peers");
+    }
     try (Foreground foreground = new Foreground()) {
       CoreNode node;
       try {
@@ -204,7 +233,10 @@ final class ServerCommand implements Callable<Integer> {
         err.flush();
         return 2;
       } catch (UncheckedIOException | IllegalStateException e) {
-        err.println("leasehold server: node " + id + " could not start: " + e.getMessage());
+        // The node's own message may already say "node n1 could not start": say it once, with
+        // the reason (an AccessDeniedException's message is only the path).
+        String why = Errors.describe(e).replace("node " + id + " could not start: ", "");
+        err.println("leasehold server: node " + id + " could not start: " + why);
         err.flush();
         return 1;
       }

@@ -84,9 +84,7 @@ final class StatusCommand implements Callable<Integer> {
     if (answered.isEmpty()) {
       out.flush();
       PrintWriter err = spec.commandLine().getErr();
-      err.println(
-          "leasehold status: no node of " + uri + " answered. Is the cluster running? Start a local one"
-              + " with `./leasehold dev`, or name yours with --backend or $" + Backends.ENV + ".");
+      err.println("leasehold status: no node of " + uri + " answered. " + Backends.unreachableHint(uri));
       err.flush();
       return 1;
     }
@@ -98,13 +96,22 @@ final class StatusCommand implements Callable<Integer> {
           "leader %s; sessions %d, keys %d, held leases %d (revision %d)%n",
           r.getLeaderId(), r.getSessions(), r.getKeys(), r.getHeldLeases(), r.getRevision());
     } else {
-      // A node without a leader cannot read the counts; the one with the newest revision says most.
-      StatusResponse r =
-          answered.stream().map(Answer::response).max(Comparator.comparingLong(StatusResponse::getRevision)).get();
-      out.printf(
-          "no leader among the nodes that answered; counts, if read: sessions %d, keys %d, held leases %d"
-              + " (revision %d)%n",
-          r.getSessions(), r.getKeys(), r.getHeldLeases(), r.getRevision());
+      // No node asked is the leader. A follower's counts are a read through the leader, so counts
+      // that were read prove there is one (status through one follower's URI); otherwise none is
+      // known to the nodes that answered.
+      Optional<StatusResponse> read =
+          answered.stream().map(Answer::response).filter(StatusResponse::getCountsKnown)
+              .max(Comparator.comparingLong(StatusResponse::getRevision));
+      if (read.isPresent()) {
+        StatusResponse r = read.get();
+        out.printf(
+            "leader: not among the nodes asked (they read the counts through it); sessions %d, keys"
+                + " %d, held leases %d (revision %d)%n",
+            r.getSessions(), r.getKeys(), r.getHeldLeases(), r.getRevision());
+      } else {
+        out.println("no leader among the nodes that answered, and none they could read the counts"
+            + " through: an election is under way, or fewer than a majority of the nodes run");
+      }
     }
     out.flush();
     return 0;

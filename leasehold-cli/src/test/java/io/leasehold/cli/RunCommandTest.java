@@ -41,7 +41,7 @@ class RunCommandTest {
 
     assertThat(status).isEqualTo(2);
     assertThat(err.toString())
-        .contains("cannot use backend 'consul://127.0.0.1:8500'")
+        .contains("--backend is not a usable backend URI ('consul://127.0.0.1:8500')")
         .contains("no Leasehold backend for scheme 'consul'")
         .contains("available: etcd, kubernetes, leasehold, memory, zookeeper");
   }
@@ -76,7 +76,22 @@ class RunCommandTest {
     }
     assertThat(run("run", "--backend", "leasehold://127.0.0.1:" + port, "--lease", "jobs", "--", "true"))
         .isEqualTo(69);
-    assertThat(err.toString()).contains("no node of [127.0.0.1:" + port + "] answered").contains("is the store running?");
+    assertThat(err.toString()).contains("no node of [127.0.0.1:" + port + "] answered").contains("Is the cluster running, and are these its nodes' client ports?");
+  }
+
+  /**
+   * Issue 18, bug 5 and item 14: waiting on a store that never answers ends 69 (nobody was seen
+   * holding the lease), not 75, and says it could not reach the store once, not every attempt.
+   */
+  @Test
+  void waitingOnAnUnreachableStoreEnds69AndSaysItOnce() throws Exception {
+    String uri = "leasehold://127.0.0.1:" + RunningCli.freePortPair();
+
+    int status = run("run", "--backend", uri, "--ttl", "5s", "--lease", "jobs", "--wait", "--timeout", "8s", "--", "true");
+
+    assertThat(status).as(err.toString()).isEqualTo(69);
+    assertThat(err.toString().split("could not reach the store", -1)).as(err.toString()).hasSize(2);
+    assertThat(err.toString()).contains("gave up waiting for lease 'jobs' after 8s: the store did not answer");
   }
 
   @Test

@@ -61,18 +61,38 @@ class StatusCommandTest {
   @Test
   void statusCountsTheLeasesHeld() throws Exception {
     try (LeaseBackend backend = LeaseBackend.open(cluster.uri());
-        Lease lease = backend.newLease(LeaseSettings.builder("status-test", "test").ttl(Duration.ofSeconds(5)).build())) {
+        Lease lease = backend.newLease(LeaseSettings.builder("status-test", "test").ttl(Duration.ofSeconds(15)).build())) {
       assertThat(lease.acquire().get(20, TimeUnit.SECONDS)).isTrue();
 
-      Cli run = Cli.run("status", "--backend", cluster.uri());
+      // Until a leader answers: on a loaded machine an election may be under way.
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+        Cli run = Cli.run("status", "--backend", cluster.uri());
+
+        assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
+        Matcher counts = Pattern.compile("sessions (\\d+), keys (\\d+), held leases (\\d+)").matcher(run.out());
+        assertThat(counts.find()).as(run.out()).isTrue();
+        assertThat(Long.parseLong(counts.group(1))).isGreaterThanOrEqualTo(1);
+        assertThat(Long.parseLong(counts.group(2))).isGreaterThanOrEqualTo(1);
+        assertThat(Long.parseLong(counts.group(3))).isEqualTo(1);
+      });
+    }
+  }
+
+  /** Issue 18, item 11: through a follower alone, the cluster has a leader, just not one asked. */
+  @Test
+  void statusThroughAFollowerSaysTheLeaderIsNotAmongTheNodesAsked() {
+    // ignoreExceptions: no leader at this moment (an election on a loaded machine) is a retry.
+    await().atMost(Duration.ofSeconds(20)).ignoreExceptions().untilAsserted(() -> {
+      int leader = cluster.leader().orElseThrow();
+      String follower = "leasehold://" + cluster.peers().get((leader + 1) % 3).clientEndpoint();
+
+      Cli run = Cli.run("status", "--backend", follower);
 
       assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
-      Matcher counts = Pattern.compile("sessions (\\d+), keys (\\d+), held leases (\\d+)").matcher(run.out());
-      assertThat(counts.find()).as(run.out()).isTrue();
-      assertThat(Long.parseLong(counts.group(1))).isGreaterThanOrEqualTo(1);
-      assertThat(Long.parseLong(counts.group(2))).isGreaterThanOrEqualTo(1);
-      assertThat(Long.parseLong(counts.group(3))).isEqualTo(1);
-    }
+      assertThat(run.out())
+          .contains("leader: not among the nodes asked (they read the counts through it); sessions ")
+          .doesNotContain("no leader");
+    });
   }
 
   @Test
@@ -81,18 +101,22 @@ class StatusCommandTest {
     int stopped = (leader + 1) % 3;
     cluster.stopNode(stopped);
     try {
-      Cli run = Cli.run("status", "--backend", cluster.uri(), "--timeout", "1s");
+      // Until the two left agree on a leader: on a loaded machine the leader may have moved
+      // between leader() and stopNode(), and an election takes a while.
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+        Cli run = Cli.run("status", "--backend", cluster.uri(), "--timeout", "1s");
 
-      assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
-      List<String[]> rows = rows(run.out());
-      assertThat(rows).hasSize(3);
-      String[] down = rows.get(stopped);
-      assertThat(down[1]).isEqualTo(cluster.peers().get(stopped).clientEndpoint());
-      assertThat(down[2]).isEqualTo("UNREACHABLE");
-      assertThat(IntStream.range(0, 3).filter(i -> i != stopped).mapToObj(rows::get))
-          .extracting(r -> r[2])
-          .containsOnly("LEADER", "FOLLOWER")
-          .contains("LEADER");
+        assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
+        List<String[]> rows = rows(run.out());
+        assertThat(rows).hasSize(3);
+        String[] down = rows.get(stopped);
+        assertThat(down[1]).isEqualTo(cluster.peers().get(stopped).clientEndpoint());
+        assertThat(down[2]).isEqualTo("UNREACHABLE");
+        assertThat(IntStream.range(0, 3).filter(i -> i != stopped).mapToObj(rows::get))
+            .extracting(r -> r[2])
+            .containsOnly("LEADER", "FOLLOWER")
+            .contains("LEADER");
+      });
     } finally {
       cluster.startNode(stopped);
     }
@@ -106,7 +130,8 @@ class StatusCommandTest {
 
     assertThat(run.exitCode()).isEqualTo(1);
     assertThat(run.out()).contains("UNREACHABLE");
-    assertThat(run.err()).contains("leasehold status: no node of " + uri + " answered. Is the cluster running?");
+    assertThat(run.err()).contains("leasehold status: no node of " + uri + " answered. Is the cluster running, and"
+        + " are these its nodes' client ports?");
   }
 
   @Test

@@ -48,7 +48,26 @@ public final class FaultsMain implements Callable<Integer> {
    * @param args the command line
    */
   public static void main(String[] args) {
-    System.exit(new CommandLine(new FaultsMain()).execute(args));
+    System.exit(commandLine().execute(args));
+  }
+
+  /**
+   * {@return the command line, as {@code leasehold}'s: a bad option is its message and a pointer
+   * to --help (exit 2), not the whole usage after it (issue 18, item 18)}
+   */
+  static CommandLine commandLine() {
+    return new CommandLine(new FaultsMain())
+        .setParameterExceptionHandler(
+            (e, args) -> {
+              CommandLine cmd = e.getCommandLine();
+              cmd.getErr().println(e.getMessage());
+              if (!CommandLine.UnmatchedArgumentException.printSuggestions(e, cmd.getErr())) {
+                cmd.getErr().println("Try 'leasehold faults" + (cmd.getParent() != null ? " " + cmd.getCommandName() : "")
+                    + " --help' for more information.");
+              }
+              cmd.getErr().flush();
+              return cmd.getCommandSpec().exitCodeOnInvalidInput();
+            });
   }
 
   @Override

@@ -96,6 +96,8 @@ final class RunOptions {
         backend = null;
       } else if (!lower.contains(":")) {
         throw bad(spec, "--lease-backend must be etcd, zookeeper, core or a backend URI; was '" + leaseBackend + "'");
+      } else {
+        checkUri(spec, backend);
       }
     }
     Set<FaultType> types = EnumSet.allOf(FaultType.class);
@@ -114,6 +116,35 @@ final class RunOptions {
     }
     return new Harness.Options(d, seed, clients, leases, t, dir, backend, maxClockDrift, skew, types, sessionPerLease,
         System.getProperty("java.class.path"));
+  }
+
+  /** The schemes of the backends the harness's clients can open, from other processes. */
+  private static final Set<String> URI_SCHEMES = Set.of("leasehold", "etcd", "zookeeper", "kubernetes");
+
+  /**
+   * Checks a backend URI before anything starts (issue 18): its scheme, and each host:port the
+   * harness puts a proxy in front of; otherwise 3 nodes start first, then a stack trace.
+   */
+  private static void checkUri(CommandSpec spec, String uri) {
+    String scheme = uri.substring(0, uri.indexOf(':')).toLowerCase(Locale.ROOT);
+    if (!URI_SCHEMES.contains(scheme)) {
+      throw bad(spec, "--lease-backend: '" + scheme + ":' is not a backend's scheme; use one of leasehold://,"
+          + " etcd://, zookeeper://, kubernetes: (was '" + uri + "')");
+    }
+    if (scheme.equals("kubernetes")) {
+      return;
+    }
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("^[a-zA-Z]+://([^/?#]+).*$").matcher(uri);
+    if (!m.matches()) {
+      throw bad(spec, "--lease-backend: " + scheme + ":// needs host:port[,host:port...]; was '" + uri + "'");
+    }
+    for (String part : m.group(1).split(",")) {
+      try {
+        io.leasehold.client.CoreBackendProvider.endpoints("leasehold://" + part);
+      } catch (IllegalArgumentException e) {
+        throw bad(spec, "--lease-backend: '" + part + "' in '" + uri + "' is not host:port: " + e.getMessage());
+      }
+    }
   }
 
   /** Checks that {@code dir} is absent or empty (histories of two runs never mix). */

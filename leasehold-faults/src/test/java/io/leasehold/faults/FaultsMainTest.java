@@ -22,6 +22,9 @@ class FaultsMainTest {
     "--clients=1|--clients must be between 2 and 16; was 1",
     "--lease-backend=memory:|--lease-backend memory: is a store inside one process",
     "--lease-backend=consul|--lease-backend must be etcd, zookeeper, core or a backend URI; was 'consul'",
+    "--lease-backend=nosuch://x|--lease-backend: 'nosuch:' is not a backend's scheme; use one of leasehold://",
+    "--lease-backend=etcd://x|--lease-backend: 'x' in 'etcd://x' is not host:port",
+    "--lease-backend=zookeeper://h:99999|--lease-backend: 'h:99999' in 'zookeeper://h:99999' is not host:port",
     "--leases=0|--leases must be between 1 and 16; was 0",
     "--faults=kill-node,meteor|--faults: 'meteor' is not a fault type; the types are kill-node",
     "--max-clock-drift=0.7|--max-clock-drift must be between 0 and 0.5; was 0.7",
@@ -34,6 +37,21 @@ class FaultsMainTest {
     cl.setOut(new PrintWriter(new StringWriter()));
     assertThat(cl.execute(option)).isEqualTo(2);
     assertThat(err.toString()).contains(message);
+  }
+
+  /** Issue 18, item 18: a bad option is its message and a pointer to --help, not the whole usage. */
+  @Test
+  void aBadOptionIsNotFollowedByTheWholeUsage() {
+    StringWriter err = new StringWriter();
+    CommandLine cl = FaultsMain.commandLine();
+    cl.setErr(new PrintWriter(err));
+    cl.setOut(new PrintWriter(new StringWriter()));
+
+    assertThat(cl.execute("--clients=1")).isEqualTo(2);
+    assertThat(err.toString())
+        .contains("--clients must be between 2 and 16; was 1")
+        .contains("Try 'leasehold faults --help' for more information.")
+        .doesNotContain("Usage:");
   }
 
   @ParameterizedTest

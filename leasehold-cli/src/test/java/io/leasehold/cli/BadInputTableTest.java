@@ -1,0 +1,185 @@
+package io.leasehold.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Every command with bad input, in this JVM (issue 18): for each row, the exit status from the
+ * documented set, one message naming the flag or the URI's part, no stack trace, and done within
+ * the class's bound. To add a case, add a row: the exit status, a fragment of the message, the
+ * arguments; {@code FREE} stands for a loopback port nothing listens on (nor on the next),
+ * {@code TAKEN} for a port whose next port (a node's Raft port) something listens on.
+ */
+@Timeout(value = 40, unit = TimeUnit.SECONDS)
+class BadInputTableTest {
+
+  /** docs/cli.md's exit statuses, but 0. */
+  static final Set<Integer> DOCUMENTED = Set.of(1, 2, 69, 70, 75, 127, 130);
+
+  private static int free;
+  private static int taken;
+  private static ServerSocket holder;
+
+  @BeforeAll
+  static void ports() throws IOException {
+    free = RunningCli.freePortPair();
+    taken = RunningCli.freePortPair();
+    holder = new ServerSocket();
+    holder.bind(new InetSocketAddress(taken + 1)); // every address, as Ratis binds
+  }
+
+  @AfterAll
+  static void release() throws IOException {
+    holder.close();
+  }
+
+  static Stream<Arguments> table() {
+    String core = "leasehold://127.0.0.1:FREE";
+    return Stream.of(
+        // the command line itself
+        row(2, "'dmeo' is not a command; the commands are dev, server", "dmeo"),
+        row(2, "Unknown option: '--nope'", "--nope"),
+        row(2, "leasehold: a command is needed: one of dev, server", new String[0]),
+        // run: flags (bugs 3, 4; items 13, 17)
+        row(2, "--ttl must be between 5s and 24h on leasehold:// (the core); was 1ms",
+            "run", "--backend", core, "--lease", "x", "--ttl", "1ms", "--", "true"),
+        row(2, "--ttl must be between 5s and 24h on leasehold:// (the core); was 500ms",
+            "run", "--backend", core, "--lease", "x", "--ttl", "500ms", "--", "true"),
+        row(2, "--ttl must be between 5s and 24h on etcd:; was 2s",
+            "run", "--backend", "etcd://127.0.0.1:FREE", "--lease", "x", "--ttl", "2s", "--", "true"),
+        row(2, "--ttl must be between 1ms and 24h on memory:; was 0ms",
+            "run", "--backend", "memory:", "--lease", "x", "--ttl", "0ms", "--", "true"),
+        row(2, "--ttl must be between 1ms and 24h on memory:; was 25h",
+            "run", "--backend", "memory:", "--lease", "x", "--ttl", "25h", "--", "true"),
+        row(2, "Invalid value for option '--ttl': '5' is not a duration",
+            "run", "--lease", "x", "--ttl", "5", "--", "true"),
+        row(2, "Invalid value for option '--ttl': 'PT15S' is not a duration",
+            "run", "--lease", "x", "--ttl", "PT15S", "--", "true"),
+        row(2, "--timeout needs --wait",
+            "run", "--backend", "memory:", "--lease", "x", "--timeout", "1s", "--", "true"),
+        row(2, "--timeout must be between 1ms and 24h; was 0ms",
+            "run", "--backend", "memory:", "--lease", "x", "--wait", "--timeout", "0s", "--", "true"),
+        row(2, "--grace must be between 0ms and 24h; was 25h",
+            "run", "--backend", "memory:", "--lease", "x", "--grace", "25h", "--", "true"),
+        row(2, "--lease: name must not be blank",
+            "run", "--backend", "memory:", "--lease", "", "--", "true"),
+        row(2, "--owner: owner must not start or end with white space",
+            "run", "--backend", "memory:", "--lease", "x", "--owner", " o", "--", "true"),
+        row(2, "put -- before the command", "run", "--lease", "x", "ls", "-l"),
+        row(2, "Missing required option: '--lease=NAME'", "run", "--", "true"),
+        row(2, "Missing required parameter: 'COMMAND'", "run", "--lease", "x"),
+        // run: URIs of every scheme
+        row(2, "--backend is not a usable backend URI ('nosuch://x')",
+            "run", "--backend", "nosuch://x", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('leasehold://h:99999')",
+            "run", "--backend", "leasehold://h:99999", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('leasehold://')",
+            "run", "--backend", "leasehold://", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('etcd://')",
+            "run", "--backend", "etcd://", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('zookeeper://')",
+            "run", "--backend", "zookeeper://", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('zookeeper://127.0.0.1:FREE?sessionTimeout=soon')",
+            "run", "--backend", "zookeeper://127.0.0.1:FREE?sessionTimeout=soon", "--lease", "x", "--", "true"),
+        row(2, "--backend is not a usable backend URI ('memory:x')",
+            "run", "--backend", "memory:x", "--lease", "x", "--", "true"),
+        // run: a command that cannot start (item 21), unreachable stores (bug 5, item 12)
+        row(127, "cannot run 'no-such-command-18': command not found on the PATH",
+            "run", "--backend", "memory:", "--lease", "x", "--", "no-such-command-18"),
+        row(127, "cannot run './pom.xml': not an executable file",
+            "run", "--backend", "memory:", "--lease", "x", "--", "./pom.xml"),
+        row(69, "answered (connection refused)",
+            "run", "--backend", core, "--lease", "x", "--", "true"),
+        row(69, "the store did not answer",
+            "run", "--backend", core, "--lease", "x", "--wait", "--timeout", "2s", "--", "true"),
+        row(69, "Is etcd running at that address?",
+            "run", "--backend", "etcd://127.0.0.1:FREE", "--lease", "x", "--", "true"),
+        row(69, "Is ZooKeeper running at that address?",
+            "run", "--backend", "zookeeper://127.0.0.1:FREE?sessionTimeout=5s", "--ttl", "5s",
+            "--lease", "x", "--", "true"),
+        // dev (bugs 2, 6)
+        row(2, "--nodes must be between 1 and 9; was 0", "dev", "--nodes", "0"),
+        row(2, "--port must be 0 (free ports) or between 1 and 65530", "dev", "--port", "70000"),
+        row(2, "--duration must be between 1s and 24h; was 0ms", "dev", "--duration", "0s"),
+        row(2, "--dir must be a directory; pom.xml is a file", "dev", "--dir", "pom.xml"),
+        row(2, "--dir pom.xml/sub cannot be created: ", "dev", "--dir", "pom.xml/sub"),
+        row(2, "--dir /proc/leasehold-18 cannot be created: /proc/leasehold-18: ",
+            "dev", "--dir", "/proc/leasehold-18"),
+        row(2, "--dir must be new, empty, or a directory an earlier `leasehold dev --dir` made; /proc holds"
+            + " other files", "dev", "--dir", "/proc"),
+        row(1, "port TAKEN1 (node n1's Raft port) is in use: is another `leasehold dev` running?",
+            "dev", "--nodes", "1", "--port", "TAKEN"),
+        // server (bug 7, item 16)
+        row(2, "--peers is not valid: nodes n1 (127.0.0.1:7100) and n2 (127.0.0.1:7100) share a port",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:7100,n2=127.0.0.1:7100",
+            "--data-dir", "target/never-created"),
+        row(2, "--peers is not valid: nodes n1 (127.0.0.1:7100) and n2 (127.0.0.1:7101) share a port",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:7100,n2=127.0.0.1:7101",
+            "--data-dir", "target/never-created"),
+        row(2, "--election-timeout must be between 50ms and 1m; was 10ms",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:7100", "--data-dir", "target/never-created",
+            "--election-timeout", "10ms"),
+        row(1, "node n1 cannot start: its Raft port TAKEN1 (PORT + 1) is in use",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:TAKEN", "--data-dir", "target/never-created",
+            "--bootstrap"),
+        row(1, "leasehold server: node n1 could not start: /proc/leasehold-18: no such file or directory",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "/proc/leasehold-18",
+            "--bootstrap"),
+        // status, revoke (item 12)
+        row(2, "--backend must be a core URI", "status", "--backend", "memory:"),
+        row(2, "--timeout must be between 100ms and 1m; was 5ms", "status", "--timeout", "5ms"),
+        row(1, "no node of leasehold://127.0.0.1:FREE answered. Is the cluster running",
+            "status", "--backend", core, "--timeout", "500ms"),
+        row(2, "NAME must be 1 to 256 characters; was 0", "revoke", ""),
+        row(2, "Missing required parameter: 'NAME'", "revoke"),
+        row(2, "--backend must be a core URI", "revoke", "x", "--backend", "etcd://127.0.0.1:2379"),
+        row(1, "no node of leasehold://127.0.0.1:FREE answered",
+            "revoke", "x", "--backend", core, "--timeout", "500ms"),
+        // demo
+        row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
+        row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));
+  }
+
+  private static Arguments row(int status, String message, String... args) {
+    return Arguments.of(status, message, List.of(args));
+  }
+
+  @ParameterizedTest(name = "{2} -> {0}")
+  @MethodSource("table")
+  void aBadInputIsOneMessageWithADocumentedStatus(int status, String message, List<String> args) {
+    String[] argv = args.stream().map(BadInputTableTest::ports).toArray(String[]::new);
+
+    Cli run = Cli.run(argv);
+
+    String said = run.err();
+    assertThat(run.exitCode()).as("exit status; stderr:%n%s", said).isEqualTo(status).isIn(DOCUMENTED);
+    assertThat(said).contains(ports(message));
+    assertThat(said + run.out())
+        .as("no stack trace")
+        .doesNotContain("\tat ", "Caused by", "Exception:", "Terminating with exit status");
+    List<String> lines = Arrays.stream(said.split("\n")).filter(l -> !l.isBlank()).toList();
+    assertThat(lines).as("one message (and a pointer to the help)").hasSizeLessThanOrEqualTo(3);
+    assertThat(Path.of("target/never-created")).doesNotExist();
+  }
+
+  private static String ports(String s) {
+    return s.replace("TAKEN1", Integer.toString(taken + 1))
+        .replace("TAKEN", Integer.toString(taken))
+        .replace("FREE", Integer.toString(free));
+  }
+}
