@@ -4,6 +4,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -72,6 +73,7 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
   private final Duration minimumTtl;
   private final ScheduledExecutorService timer;
   private final Set<Tenancy> held = ConcurrentHashMap.newKeySet();
+  private final Map<String, Slot> slots = new ConcurrentHashMap<>();
 
   private LeaseholdLockProvider(Builder b) {
     this.backend = b.backend;
@@ -124,46 +126,96 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
     long start = System.nanoTime();
     String name = namePrefix + config.getName();
     LeaseSettings settings = settingsFor(name, config.getLockAtMostFor());
-    Lease lease = backend.newLease(settings);
+    Slot slot = slots.computeIfAbsent(name, n -> new Slot(config.getName()));
+    Lease lease = slot.take(settings);
+    if (lease == null) {
+      return Optional.empty(); // another thread of this process holds or is taking it
+    }
     boolean acquired;
     try {
       acquired = lease.acquire().get();
     } catch (InterruptedException e) {
-      lease.close(); // a grant that arrives later is given back
+      lease.release(); // a grant that arrives later is given back
+      slot.free();
       Thread.currentThread().interrupt();
       throw new LockException("interrupted while locking '" + config.getName() + "'", e);
     } catch (ExecutionException e) {
-      lease.close();
+      // The slot keeps its lease object: if the store did grant it, the next lock() of this
+      // name is recognised as the same holder instead of being refused by its own ghost.
+      slot.free();
       throw new LockException(
           "could not lock '" + config.getName() + "': the store's answer is unknown ("
               + e.getCause().getMessage() + ")",
           e.getCause());
     }
     if (!acquired) {
-      lease.close();
+      slot.free();
       return Optional.empty();
     }
-    Tenancy t = new Tenancy(lease, lease.fencingToken().orElse(Long.MIN_VALUE));
+    Tenancy t = new Tenancy(slot, lease, lease.fencingToken().orElse(Long.MIN_VALUE));
     held.add(t);
-    lease.onLost(
-        lost ->
-            log.warn(
-                "ShedLock lock '{}' lost its lease (token {}): {}; the task still runs unless it"
-                    + " checks the lock",
-                config.getName(),
-                t.token,
-                lost));
     t.capAt(start, config.getLockAtMostFor());
     return Optional.of(new LeaseholdLock(config, t, start));
   }
 
-  /** Releases every lock still held, then stops the provider's timer. */
+  /** Releases every lock still held and closes the leases, then stops the provider's timer. */
   @Override
   public void close() {
     for (Tenancy t : held) {
       t.end().join();
     }
+    slots.values().forEach(Slot::close);
     timer.shutdownNow();
+  }
+
+  /**
+   * One lock name's holder in this process: a lease object kept across its tenures (so an
+   * attempt whose answer was lost is recognised by the next one as its own), and whether a thread
+   * of this process is using it now.
+   */
+  private final class Slot {
+    private final String lockName;
+    private Lease lease;
+    private boolean busy;
+
+    Slot(String lockName) {
+      this.lockName = lockName;
+    }
+
+    /** {@return the lease to acquire with, or null if this process is using the name now} */
+    synchronized Lease take(LeaseSettings settings) {
+      if (busy) {
+        return null;
+      }
+      if (lease != null && !lease.settings().equals(settings)) {
+        lease.close(); // not held (the slot is free): nothing to release
+        lease = null;
+      }
+      if (lease == null) {
+        Lease l = backend.newLease(settings);
+        l.onLost(
+            lost ->
+                log.warn(
+                    "ShedLock lock '{}' lost its lease: {}; the task still runs unless it checks"
+                        + " the lock",
+                    lockName,
+                    lost));
+        lease = l;
+      }
+      busy = true;
+      return lease;
+    }
+
+    synchronized void free() {
+      busy = false;
+    }
+
+    synchronized void close() {
+      if (lease != null) {
+        lease.close();
+        lease = null;
+      }
+    }
   }
 
   private LeaseSettings settingsFor(String name, Duration lockAtMostFor) {
@@ -196,6 +248,7 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
    * release. Every way out (unlock, cap, close, a failed extend) goes through {@link #end()}.
    */
   final class Tenancy {
+    private final Slot slot;
     final Lease lease;
     final long token;
     private ScheduledFuture<?> cap;
@@ -203,7 +256,8 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
     private long capDeadline;
     private CompletableFuture<Void> ended;
 
-    Tenancy(Lease lease, long token) {
+    Tenancy(Slot slot, Lease lease, long token) {
+      this.slot = slot;
       this.lease = lease;
       this.token = token;
     }
@@ -263,9 +317,16 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
         }
       }
       try {
-        lease.close(); // releases if still held; waits at most one operation timeout
+        // Releases if still held (a no-op after a loss), waiting for the store at most a bound
+        // past the lease's own operation timeout.
+        lease.release().get(lease.settings().operationTimeout().multipliedBy(2).plusSeconds(1).toNanos(), TimeUnit.NANOSECONDS);
+      } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+        log.warn("The store did not confirm the release of ShedLock lock '{}'; it expires within the TTL", slot.lockName);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       } finally {
         held.remove(this);
+        slot.free();
         done.complete(null);
       }
       return done;
