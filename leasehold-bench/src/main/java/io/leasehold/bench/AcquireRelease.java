@@ -4,9 +4,11 @@ import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.bench.cluster.ManagedCluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -16,7 +18,8 @@ import java.util.concurrent.atomic.LongAdder;
  * The {@code acquire-release} workload: each client (its own backend instance) keeps {@code
  * window} distinct leases cycling through acquire and release, with at most {@code window}
  * operations in flight. One driver thread per client starts a cycle whenever a lease is free; the
- * cycle itself runs on the futures' callbacks.
+ * cycle itself runs on the futures' callbacks. The CPU this JVM and, on a cluster the bench
+ * started, the members used in the measured window is divided by the cycles it counted.
  */
 final class AcquireRelease {
 
@@ -35,6 +38,7 @@ final class AcquireRelease {
   private final Params params;
   private final String storeName;
   private final String workload;
+  private final Optional<ManagedCluster> cluster;
   private final String runId = RunIds.next();
   private final Latency acquireLatency = new Latency();
   private final Latency releaseLatency = new Latency();
@@ -42,14 +46,18 @@ final class AcquireRelease {
   private final ErrorCounts errors = new ErrorCounts();
 
   AcquireRelease(ClientFactory factory, String storeName, Params params) {
-    this("acquire-release", factory, storeName, params);
+    this("acquire-release", factory, storeName, Optional.empty(), params);
   }
 
-  /** @param workload the name the result carries ({@code low-load} for one client, one in flight) */
-  AcquireRelease(String workload, ClientFactory factory, String storeName, Params params) {
+  /**
+   * @param workload the name the result carries ({@code low-load} for one client, one in flight)
+   * @param cluster the cluster whose members' CPU is measured, if the bench started it
+   */
+  AcquireRelease(String workload, ClientFactory factory, String storeName, Optional<ManagedCluster> cluster, Params params) {
     this.workload = workload;
     this.factory = factory;
     this.storeName = storeName;
+    this.cluster = cluster;
     this.params = params;
   }
 
@@ -71,13 +79,18 @@ final class AcquireRelease {
         drivers.add(t);
         t.start();
       }
+      ResourceMeter meter = new ResourceMeter(cluster);
+      MeasureWindow.sleepUntil(window.measureFrom());
+      meter.start();
+      MeasureWindow.sleepUntil(window.measureUntil());
+      meter.stop();
       for (Thread t : drivers) {
         t.join();
       }
       for (Client client : clients) {
         client.awaitIdle(params.ttl().multipliedBy(2));
       }
-      return result(window);
+      return result(window, meter);
     } finally {
       for (Thread t : drivers) {
         t.interrupt();
@@ -88,7 +101,7 @@ final class AcquireRelease {
     }
   }
 
-  private Result result(MeasureWindow window) {
+  private Result result(MeasureWindow window, ResourceMeter meter) {
     Result r = new Result(workload, storeName)
         .param("clients", params.clients())
         .param("window", params.window())
@@ -98,6 +111,7 @@ final class AcquireRelease {
     r.figure("cycles_per_s", "acquire+release cycles", cycles.sum() / window.seconds(), "/s");
     acquireLatency.addTo(r, "acquire", "acquire latency");
     releaseLatency.addTo(r, "release", "release latency");
+    meter.addTo(r, "", cycles.sum(), "cycle");
     r.figure("errors", "errors", errors.total(), "");
     return r.errors(errors);
   }

@@ -42,7 +42,7 @@ final class AcquireReleaseCommand extends BenchCommand {
 
   @Override
   Result measure(Target t) throws InterruptedException {
-    return new AcquireRelease(t.clients(), t.storeName(),
+    return new AcquireRelease("acquire-release", t.clients(), t.storeName(), t.cluster(),
         new AcquireRelease.Params(clients, window, load.ttl, load.warmup, load.duration)).run();
   }
 }

@@ -31,6 +31,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       ContendedCommand.class,
       HoldCommand.class,
       FailoverCommand.class,
+      ExpireStormCommand.class,
       CompareCommand.class,
       HelpCommand.class
     })

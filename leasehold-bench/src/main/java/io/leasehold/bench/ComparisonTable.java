@@ -1,144 +1,150 @@
 package io.leasehold.bench;
 
+import io.leasehold.cli.Durations;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 
 /**
- * The one table of a compare run: a row per figure, a column per store, and the ratio of each
- * store to etcd; then the targets the core must meet, each met or missed by how much.
+ * The one table of a compare run: a row per figure, a column per store, each cell the median over
+ * the rounds with the range (min..max) beside it, and the core's ratio to etcd and to ZooKeeper
+ * (of the medians); then the targets the core must meet ({@link CompareTargets}), each met or
+ * missed by how much.
  */
-final class ComparisonTable {
+final class ComparisonTable implements CompareTargets.Figures {
 
-  /** A row: a figure of a workload. */
-  private record Row(String workload, String key, String label) {}
+  /** How a row's cell is made from the rounds. */
+  enum Agg {
+    /** the median of the rounds' values, with their range */
+    MEDIAN,
+    /** the rounds' values added up (counts of events, such as kills) */
+    SUM,
+    /** percentiles of the single measurements of every round together ({@link Result#samples}) */
+    POOLED_P50,
+    POOLED_P99,
+    POOLED_MAX
+  }
 
-  private static final List<Row> ROWS = List.of(
-      new Row("low-load", "acquire_p50_ms", "low load (1 client, 1 in flight): acquire p50"),
-      new Row("low-load", "acquire_p99_ms", "low load: acquire p99"),
-      new Row("acquire-release", "cycles_per_s", "acquire-release: cycles"),
-      new Row("acquire-release", "acquire_p50_ms", "acquire-release: acquire p50"),
-      new Row("acquire-release", "acquire_p99_ms", "acquire-release: acquire p99"),
-      new Row("acquire-release", "acquire_p999_ms", "acquire-release: acquire p99.9"),
-      new Row("acquire-release", "release_p99_ms", "acquire-release: release p99"),
-      new Row("acquire-release", "errors", "acquire-release: errors"),
-      new Row("contended", "handovers_per_s", "contended: handovers"),
-      new Row("contended", "handover_gap_p50_ms", "contended: release -> next acquire p50"),
-      new Row("contended", "handover_gap_p99_ms", "contended: release -> next acquire p99"),
-      new Row("contended", "errors", "contended: errors"),
-      new Row("hold", "held", "hold: leases held"),
-      new Row("hold", "setup_acquires_per_s", "hold: setup acquires"),
-      new Row("hold", "renewals_per_s", "hold: renewals reached"),
-      new Row("hold", "lowest_remaining_ms", "hold: lowest remaining() seen"),
-      new Row("hold", "spurious_losses", "hold: spurious losses (must be 0)"),
-      new Row("hold", "client_cpu_cores", "hold: client CPU"),
-      new Row("hold", "server_cpu_cores", "hold: server CPU (3 members)"),
-      new Row("hold", "server_rss_per_lease_bytes", "hold: server RSS per lease (3 members)"),
-      new Row("failover", "next_acquire_p50_ms", "failover: kill leader -> next acquire p50"),
-      new Row("failover", "next_acquire_max_ms", "failover: kill leader -> next acquire max"),
-      new Row("failover", "lease_held_through", "failover: lease held through the kill"),
-      new Row("failover", "lease_renewed_p50_ms", "failover: held through: kill -> renewal confirmed p50"),
-      new Row("failover", "lease_lost", "failover: lease lost in the kill"),
-      new Row("failover", "lease_reacquired_max_ms", "failover: lost: kill -> acquired again max"));
+  /** A row: a figure of a workload ({@code key} names the samples for a pooled row). */
+  record Row(String workload, String key, String label, String unit, Agg agg) {}
 
-  /** The acquire/release target compares with these. */
-  static final double RENEWALS_TARGET = 50_000;
-  static final int RENEWALS_TARGET_LEASES = 100_000;
+  private static Row median(String workload, String key, String label, String unit) {
+    return new Row(workload, key, label, unit, Agg.MEDIAN);
+  }
 
-  /**
-   * One target's verdict.
-   *
-   * @param target what the core must reach
-   * @param verdict {@code met}, {@code missed} or {@code not measured}
-   * @param detail the figures behind it and, when missed, by how much
-   */
-  record Verdict(String target, String verdict, String detail) {}
+  static final List<Row> ROWS = List.of(
+      median("low-load", "acquire_p50_ms", "low load (1 client, 1 in flight): acquire p50", "ms"),
+      median("low-load", "acquire_p99_ms", "low load: acquire p99", "ms"),
+      median("low-load", "client_cpu_us_per_op", "low load: client CPU per cycle", "us"),
+      median("low-load", "server_cpu_us_per_op", "low load: server CPU per cycle (3 members)", "us"),
+      median("acquire-release", "cycles_per_s", "acquire-release: cycles", "/s"),
+      median("acquire-release", "acquire_p50_ms", "acquire-release: acquire p50", "ms"),
+      median("acquire-release", "acquire_p99_ms", "acquire-release: acquire p99", "ms"),
+      median("acquire-release", "acquire_p999_ms", "acquire-release: acquire p99.9", "ms"),
+      median("acquire-release", "release_p99_ms", "acquire-release: release p99", "ms"),
+      median("acquire-release", "client_cpu_us_per_op", "acquire-release: client CPU per cycle", "us"),
+      median("acquire-release", "server_cpu_us_per_op", "acquire-release: server CPU per cycle (3 members)", "us"),
+      median("acquire-release", "client_cpu_cores", "acquire-release: client CPU", "cores"),
+      median("acquire-release", "server_cpu_cores", "acquire-release: server CPU (3 members)", "cores"),
+      median("acquire-release", "errors", "acquire-release: errors", ""),
+      median("contended", "handovers_per_s", "contended: handovers", "/s"),
+      median("contended", "handover_gap_p50_ms", "contended: release -> next acquire p50", "ms"),
+      median("contended", "handover_gap_p99_ms", "contended: release -> next acquire p99", "ms"),
+      median("contended", "client_cpu_us_per_op", "contended: client CPU per handover", "us"),
+      median("contended", "server_cpu_us_per_op", "contended: server CPU per handover (3 members)", "us"),
+      median("contended", "token_regressions", "contended: fencing tokens not increasing (must be 0)", ""),
+      median("contended", "errors", "contended: errors", ""),
+      new Row("failover", "kills", "failover: leader kills (all rounds)", "", Agg.SUM),
+      new Row("failover", "next_acquire_ms", "failover: kill leader -> next acquire p50 (all kills)", "ms", Agg.POOLED_P50),
+      new Row("failover", "next_acquire_ms", "failover: kill leader -> next acquire p99 (all kills)", "ms", Agg.POOLED_P99),
+      new Row("failover", "next_acquire_ms", "failover: kill leader -> next acquire max (all kills)", "ms", Agg.POOLED_MAX),
+      new Row("failover", "lease_held_through", "failover: lease held through the kill (all rounds)", "", Agg.SUM),
+      new Row("failover", "lease_lost", "failover: lease lost in the kill (all rounds)", "", Agg.SUM),
+      median("failover", "lease_renewed_p50_ms", "failover: held through: kill -> renewal confirmed p50", "ms"),
+      median("expire-storm", "held", "expire-storm: leases that expire at once", ""),
+      median("expire-storm", "first_gone_s", "expire-storm: kill -> first gone", "s"),
+      median("expire-storm", "all_gone_s", "expire-storm: kill -> all gone", "s"),
+      median("expire-storm", "all_gone_after_ttl_s", "expire-storm: all gone, after kill + TTL", "s"),
+      median("expire-storm", "drain_s", "expire-storm: drain (first gone -> all gone)", "s"),
+      median("expire-storm", "trickle_before_p99_ms", "expire-storm: trickle acquire p99 before the kill", "ms"),
+      median("expire-storm", "stall_p99_ms", "expire-storm: trickle acquire p99 during the storm", "ms"),
+      median("expire-storm", "stall_max_ms", "expire-storm: trickle acquire max during the storm (stall)", "ms"),
+      median("expire-storm", "stall_failed", "expire-storm: trickle acquires failed during the storm", ""),
+      median("expire-storm", "server_cpu_cores", "expire-storm: server CPU until all gone (3 members)", "cores"),
+      median("hold", "held", "hold: leases held", ""),
+      median("hold", "setup_acquires_per_s", "hold: setup acquires", "/s"),
+      median("hold", "renewals_per_s", "hold: renewals reached", "/s"),
+      median("hold", "lowest_remaining_ms", "hold: lowest remaining() seen", "ms"),
+      median("hold", "spurious_losses", "hold: spurious losses (must be 0)", ""),
+      median("hold", "client_cpu_us_per_op", "hold: client CPU per renewal", "us"),
+      median("hold", "server_cpu_cores", "hold: server CPU (3 members)", "cores"),
+      median("hold", "server_rss_per_lease_bytes", "hold: server RSS per held lease (3 members)", "B"),
+      median("hold", "flood_cycles_per_s", "hold + flood: flood's acquire-release cycles", "/s"),
+      median("hold", "flood_renewals_per_s", "hold + flood: renewals reached", "/s"),
+      median("hold", "flood_lowest_remaining_ms", "hold + flood: lowest remaining() seen", "ms"),
+      median("hold", "flood_spurious_losses", "hold + flood: spurious losses (must be 0)", ""),
+      median("hold", "flood_server_cpu_cores", "hold + flood: server CPU (3 members)", "cores"));
 
   private final Compare.Outcome outcome;
   private final List<String> stores;
-  private final boolean ratios;
 
   ComparisonTable(Compare.Outcome outcome) {
     this.outcome = outcome;
-    this.stores = new ArrayList<>(outcome.results().keySet());
-    this.ratios = stores.contains("etcd");
+    List<String> s = new ArrayList<>(outcome.params().stores());
+    s.removeIf(store -> outcome.runsOf(store).isEmpty());
+    this.stores = s;
   }
 
-  /** {@return the value of a figure of a store's workload, NaN if absent} */
-  double value(String store, String workload, String key) {
-    List<Result> list = outcome.results().get(store);
-    if (list == null) {
-      return Double.NaN;
+  // ---- the figures, aggregated over rounds ----
+
+  /** {@return the values of a figure of a store's workload, one per round that has it (NaN where not measured)} */
+  List<Double> values(String store, String workload, String key) {
+    List<Double> out = new ArrayList<>();
+    for (Compare.Run run : outcome.runsOf(store)) {
+      run.result(workload).flatMap(r -> r.get(key)).ifPresent(f -> out.add(f.value()));
     }
-    return list.stream().filter(r -> r.workload().equals(workload)).findFirst()
-        .map(r -> r.value(key)).orElse(Double.NaN);
+    return out;
   }
 
-  private String unit(String workload, String key) {
-    for (List<Result> list : outcome.results().values()) {
-      for (Result r : list) {
-        if (r.workload().equals(workload)) {
-          var f = r.get(key);
-          if (f.isPresent()) {
-            return f.get().unit();
-          }
-        }
+  @Override
+  public Spread spread(String store, String workload, String key) {
+    return Spread.of(values(store, workload, key));
+  }
+
+  @Override
+  public List<Double> samples(String store, String workload, String key) {
+    List<Double> out = new ArrayList<>();
+    for (Compare.Run run : outcome.runsOf(store)) {
+      run.result(workload).ifPresent(r -> out.addAll(r.samples(key)));
+    }
+    return out;
+  }
+
+  /** {@return the value a row's cell shows for {@code store} (the median, sum or pooled percentile); NaN if none} */
+  double value(String store, Row row) {
+    return switch (row.agg()) {
+      case MEDIAN -> spread(store, row.workload(), row.key()).median();
+      case SUM -> {
+        List<Double> v = values(store, row.workload(), row.key()).stream().filter(d -> !d.isNaN()).toList();
+        yield v.isEmpty() ? Double.NaN : v.stream().mapToDouble(Double::doubleValue).sum();
       }
-    }
-    return "";
+      case POOLED_P50 -> Spread.percentile(samples(store, row.workload(), row.key()), 50);
+      case POOLED_P99 -> Spread.percentile(samples(store, row.workload(), row.key()), 99);
+      case POOLED_MAX -> Spread.percentile(samples(store, row.workload(), row.key()), 100);
+    };
+  }
+
+  private String cell(String store, Row row) {
+    return row.agg() == Agg.MEDIAN
+        ? spread(store, row.workload(), row.key()).format(row.unit())
+        : Figure.format(value(store, row), row.unit());
   }
 
   private List<String> ratioStores() {
-    return stores.stream().filter(s -> !s.equals("etcd")).toList();
-  }
-
-  String render() {
-    List<String> header = new ArrayList<>();
-    header.add("figure");
-    header.add("unit");
-    header.addAll(stores);
-    if (ratios) {
-      for (String s : ratioStores()) {
-        header.add(abbreviation(s) + "/etcd");
-      }
-    }
-    TextTable table = new TextTable(header.toArray(String[]::new));
-    for (Row row : ROWS) {
-      List<String> cells = new ArrayList<>();
-      cells.add(row.label());
-      String unit = unit(row.workload(), row.key());
-      cells.add(unit);
-      for (String s : stores) {
-        cells.add(Figure.format(value(s, row.workload(), row.key()), unit));
-      }
-      if (ratios) {
-        double etcd = value("etcd", row.workload(), row.key());
-        for (String s : ratioStores()) {
-          cells.add(ratio(value(s, row.workload(), row.key()), etcd));
-        }
-      }
-      table.row(cells.toArray(String[]::new));
-    }
-    StringBuilder out = new StringBuilder();
-    out.append("leasehold bench compare\n");
-    out.append("  disk: 4 KiB write + fdatasync p50 ").append(Figure.format(outcome.fsync().value("fsync_p50_ms"), "ms"))
-        .append(" ms, p99 ").append(Figure.format(outcome.fsync().value("fsync_p99_ms"), "ms")).append(" ms\n");
-    outcome.params().toJson().forEach((k, v) -> out.append("  ").append(k).append(' ').append(v).append('\n'));
-    outcome.settings().forEach((k, v) -> out.append("  ").append(k).append(" settings: ").append(v).append('\n'));
-    out.append('\n').append(table.render("")).append('\n');
-    out.append("targets (core)\n");
-    for (Verdict v : targets()) {
-      out.append(String.format(Locale.ROOT, "  %-7s %s: %s%n", v.verdict(), v.target(), v.detail()));
-    }
-    outcome.results().forEach((store, list) -> list.forEach(r -> {
-      if (r.errorTotal() > 0) {
-        out.append("  errors in ").append(store).append(' ').append(r.workload()).append(": ").append(r.errors()).append('\n');
-      }
-    }));
-    outcome.failures().forEach((k, v) -> out.append("  ").append(k).append(" stopped early: ").append(v).append('\n'));
-    return out.toString();
+    return stores.contains("core") ? stores.stream().filter(s -> !s.equals("core")).toList() : List.of();
   }
 
   private static String abbreviation(String store) {
@@ -152,84 +158,111 @@ final class ComparisonTable {
     return String.format(Locale.ROOT, "%.2fx", value / base);
   }
 
-  /** {@return the three targets of the core, each met or missed by how much} */
-  List<Verdict> targets() {
-    List<Verdict> out = new ArrayList<>();
-    out.add(throughputTarget());
-    out.add(renewalTarget());
-    out.add(latencyTarget());
+  // ---- output ----
+
+  String render() {
+    Compare.Params p = outcome.params();
+    StringBuilder out = new StringBuilder();
+    out.append("leasehold bench compare: ").append(p.rounds()).append(p.rounds() == 1 ? " round" : " rounds")
+        .append("; each round runs every store in turn, the order rotated by one each round\n");
+    for (int r = 0; r < p.rounds(); r++) {
+      out.append(r == 0 ? "  order:" : ";").append(" round ").append(r + 1).append(' ')
+          .append(String.join(", ", Compare.order(p.stores(), r)));
+    }
+    out.append('\n');
+    out.append("  each cell: the median over the rounds, with (min..max) when they differ; failover's"
+        + " percentiles pool every kill of every round; ratios core/etcd and core/zk are of those values\n");
+    Map<String, Object> env = outcome.environment();
+    out.append(String.format(Locale.ROOT, "  machine: %s cores; load average %.1f at the start, %.1f at the end; at each start: %s%n",
+        env.get("cores"), num(env.get("load_average_start")), num(env.get("load_average_end")), loads()));
+    out.append("  data: ").append(env.get("data_dir")).append(" (").append(env.get("filesystem"))
+        .append("): every store's data directory and the fsync probe, so one disk for all\n");
+    out.append("  disk: 4 KiB write + fdatasync p50 ").append(Figure.format(outcome.fsync().value("fsync_p50_ms"), "ms"))
+        .append(" ms, p99 ").append(Figure.format(outcome.fsync().value("fsync_p99_ms"), "ms")).append(" ms\n");
+    out.append("  durability: each store at its own default, every write fsync'd before it is acknowledged:\n");
+    outcome.settings().forEach((k, v) -> out.append("    ").append(k).append(": ").append(v).append('\n'));
+    out.append("  JVM flags of the core's nodes and ZooKeeper's servers (identical): ")
+        .append(String.join(" ", strings(env.get("server_jvm_options")))).append('\n');
+    out.append("  the bench's JVM (every client; ").append(env.get("java")).append("): ")
+        .append(strings(env.get("bench_jvm_options")).isEmpty() ? "no flags" : String.join(" ", strings(env.get("bench_jvm_options"))))
+        .append('\n');
+    java.time.Duration arWarm = Compare.acquireReleaseWarmup(p.warmup());
+    out.append("  warm-up, the same on every store after its cluster started, before anything is measured: acquire-release ")
+        .append(p.clients()).append(" clients x ").append(p.window()).append(" for ").append(Durations.format(arWarm))
+        .append(", then contended ").append(p.clients()).append(" clients for ").append(Durations.format(p.warmup().minus(arWarm)))
+        .append("; each workload then runs ").append(Durations.format(p.settle())).append(" before it measures\n");
+    out.append("  parameters:");
+    p.toJson().forEach((k, v) -> {
+      if (!k.equals("stores") && !k.equals("rounds")) {
+        out.append(' ').append(k).append(' ').append(v).append(';');
+      }
+    });
+    out.setLength(out.length() - 1);
+    out.append('\n');
+
+    List<String> header = new ArrayList<>(List.of("figure", "unit"));
+    header.addAll(stores);
+    for (String s : ratioStores()) {
+      header.add("core/" + abbreviation(s));
+    }
+    TextTable table = new TextTable(header.toArray(String[]::new));
+    for (Row row : ROWS) {
+      List<String> cells = new ArrayList<>(List.of(row.label(), row.unit()));
+      for (String s : stores) {
+        cells.add(cell(s, row));
+      }
+      for (String s : ratioStores()) {
+        cells.add(ratio(value("core", row), value(s, row)));
+      }
+      table.row(cells.toArray(String[]::new));
+    }
+    out.append('\n').append(table.render("")).append('\n');
+    out.append("targets (core; of the values above)\n");
+    for (CompareTargets.Verdict v : targets()) {
+      out.append(String.format(Locale.ROOT, "  %-7s %s: %s%n", v.verdict(), v.target(), v.detail()));
+    }
+    for (Compare.Run run : outcome.runs()) {
+      for (Result r : run.results()) {
+        if (r.errorTotal() > 0) {
+          out.append("  errors in ").append(run.store()).append(" round ").append(run.round()).append(' ')
+              .append(r.workload()).append(": ").append(r.errors()).append('\n');
+        }
+      }
+    }
+    outcome.failures().forEach(f -> out.append("  failed: ").append(f).append('\n'));
+    return out.toString();
+  }
+
+  private String loads() {
+    List<String> parts = new ArrayList<>();
+    for (Compare.Run r : outcome.runs()) {
+      parts.add(String.format(Locale.ROOT, "%s r%d %.1f", abbreviation(r.store()), r.round(), r.loadAverage()));
+    }
+    return String.join(", ", parts);
+  }
+
+  private static double num(Object o) {
+    return o instanceof Number n ? n.doubleValue() : Double.NaN;
+  }
+
+  private static List<String> strings(Object o) {
+    List<String> out = new ArrayList<>();
+    if (o instanceof List<?> l) {
+      l.forEach(x -> out.add(Objects.toString(x)));
+    }
     return out;
   }
 
-  private Verdict throughputTarget() {
-    String target = "acquire/release throughput >= etcd's and >= ZooKeeper's";
-    double core = value("core", "acquire-release", "cycles_per_s");
-    double etcd = value("etcd", "acquire-release", "cycles_per_s");
-    double zk = value("zookeeper", "acquire-release", "cycles_per_s");
-    if (Double.isNaN(core) || (Double.isNaN(etcd) && Double.isNaN(zk))) {
-      return new Verdict(target, "n/a", "not measured (needs core and at least one of etcd, zookeeper)");
-    }
-    double best = Math.max(Double.isNaN(etcd) ? 0 : etcd, Double.isNaN(zk) ? 0 : zk);
-    String detail = "core " + perSecond(core) + ", etcd " + perSecond(etcd) + ", zookeeper " + perSecond(zk);
-    if (core >= best) {
-      return new Verdict(target, "met", detail + String.format(Locale.ROOT, " (%.2fx the better of the two)", core / best));
-    }
-    return new Verdict(target, "MISSED", detail + String.format(Locale.ROOT, "; short by %s/s (%.0f%%)",
-        Figure.format(best - core, "/s"), 100 * (best - core) / best));
-  }
-
-  private static String perSecond(double value) {
-    return Double.isNaN(value) ? "not measured" : Figure.format(value, "/s") + "/s";
-  }
-
-  private Verdict renewalTarget() {
-    String target = String.format(Locale.ROOT, ">= %,.0f renewals/s with %,d held leases, 0 spurious losses",
-        RENEWALS_TARGET, RENEWALS_TARGET_LEASES);
-    double renewals = value("core", "hold", "renewals_per_s");
-    double held = value("core", "hold", "held");
-    double losses = value("core", "hold", "spurious_losses");
-    if (Double.isNaN(renewals)) {
-      return new Verdict(target, "n/a", "not measured");
-    }
-    String detail = String.format(Locale.ROOT, "%s renewals/s with %s leases held, %s spurious losses",
-        Figure.format(renewals, "/s"), Figure.format(held, ""), Figure.format(losses, ""));
-    List<String> misses = new ArrayList<>();
-    if (renewals < RENEWALS_TARGET) {
-      misses.add(String.format(Locale.ROOT, "short by %s/s (%.0f%%)",
-          Figure.format(RENEWALS_TARGET - renewals, "/s"), 100 * (RENEWALS_TARGET - renewals) / RENEWALS_TARGET));
-    }
-    if (held < RENEWALS_TARGET_LEASES) {
-      misses.add(String.format(Locale.ROOT, "%s leases fewer than %,d", Figure.format(RENEWALS_TARGET_LEASES - held, ""), RENEWALS_TARGET_LEASES));
-    }
-    if (losses > 0) {
-      misses.add(Figure.format(losses, "") + " spurious losses");
-    }
-    return misses.isEmpty()
-        ? new Verdict(target, "met", detail)
-        : new Verdict(target, "MISSED", detail + "; " + String.join(", ", misses));
-  }
-
-  private Verdict latencyTarget() {
-    String target = "low-load acquire p99 <= 2 x the disk's fsync p99";
-    double p99 = value("core", "low-load", "acquire_p99_ms");
-    double fsync = outcome.fsync().value("fsync_p99_ms");
-    if (Double.isNaN(p99) || Double.isNaN(fsync)) {
-      return new Verdict(target, "n/a", "not measured");
-    }
-    double bound = 2 * fsync;
-    String detail = String.format(Locale.ROOT, "acquire p99 %s ms, fsync p99 %s ms, bound %s ms",
-        Figure.format(p99, "ms"), Figure.format(fsync, "ms"), Figure.format(bound, "ms"));
-    if (p99 <= bound) {
-      return new Verdict(target, "met", detail);
-    }
-    return new Verdict(target, "MISSED", detail + String.format(Locale.ROOT, "; over by %s ms (%.1fx the bound)",
-        Figure.format(p99 - bound, "ms"), p99 / bound));
+  /** {@return the core's targets, each met or missed by how much} */
+  List<CompareTargets.Verdict> targets() {
+    return CompareTargets.evaluate(this, outcome.params(), outcome.fsync().value("fsync_p99_ms"));
   }
 
   /** {@return the whole outcome as JSON-ready maps} */
   Map<String, Object> toJson() {
     Map<String, Object> j = new LinkedHashMap<>();
     j.put("params", outcome.params().toJson());
+    j.put("environment", outcome.environment());
     j.put("fsync", outcome.fsync().toJson());
     j.put("settings", outcome.settings());
     List<Map<String, Object>> rows = new ArrayList<>();
@@ -237,21 +270,30 @@ final class ComparisonTable {
       Map<String, Object> r = new LinkedHashMap<>();
       r.put("workload", row.workload());
       r.put("figure", row.key());
+      r.put("aggregate", row.agg().name().toLowerCase(Locale.ROOT));
       r.put("label", row.label());
-      r.put("unit", unit(row.workload(), row.key()));
-      double etcd = value("etcd", row.workload(), row.key());
+      r.put("unit", row.unit());
       for (String s : stores) {
-        double v = value(s, row.workload(), row.key());
-        r.put(s, v);
-        if (ratios && !s.equals("etcd")) {
-          r.put(abbreviation(s) + "/etcd", Double.isNaN(v) || Double.isNaN(etcd) || etcd == 0 ? null : v / etcd);
+        Map<String, Object> cell = new LinkedHashMap<>();
+        cell.put("value", value(s, row));
+        if (row.agg() == Agg.MEDIAN) {
+          Spread sp = spread(s, row.workload(), row.key());
+          cell.put("min", sp.min());
+          cell.put("max", sp.max());
+          cell.put("rounds", sp.n());
         }
+        r.put(s, cell);
+      }
+      for (String s : ratioStores()) {
+        double base = value(s, row);
+        double core = value("core", row);
+        r.put("core/" + abbreviation(s), Double.isNaN(core) || Double.isNaN(base) || base == 0 ? null : core / base);
       }
       rows.add(r);
     }
     j.put("table", rows);
     List<Map<String, Object>> targets = new ArrayList<>();
-    for (Verdict v : targets()) {
+    for (CompareTargets.Verdict v : targets()) {
       Map<String, Object> t = new LinkedHashMap<>();
       t.put("target", v.target());
       t.put("verdict", v.verdict());
@@ -259,9 +301,7 @@ final class ComparisonTable {
       targets.add(t);
     }
     j.put("targets", targets);
-    Map<String, Object> results = new LinkedHashMap<>();
-    outcome.results().forEach((s, list) -> results.put(s, list.stream().map(Result::toJson).toList()));
-    j.put("results", results);
+    j.put("runs", outcome.runs().stream().map(Compare.Run::toJson).toList());
     j.put("failures", outcome.failures());
     return j;
   }

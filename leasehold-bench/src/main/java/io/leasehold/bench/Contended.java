@@ -4,9 +4,11 @@ import io.leasehold.cli.Durations;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.bench.cluster.ManagedCluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +40,7 @@ final class Contended {
   private final ClientFactory factory;
   private final String storeName;
   private final Params params;
+  private final Optional<ManagedCluster> cluster;
   private final String leaseName = "bench-contended-" + RunIds.next();
   private final Latency gap = new Latency();
   private final LongAdder handovers = new LongAdder();
@@ -52,8 +55,14 @@ final class Contended {
   private final AtomicLong lastToken = new AtomicLong(Long.MIN_VALUE);
 
   Contended(ClientFactory factory, String storeName, Params params) {
+    this(factory, storeName, Optional.empty(), params);
+  }
+
+  /** @param cluster the cluster whose members' CPU is measured, if the bench started it */
+  Contended(ClientFactory factory, String storeName, Optional<ManagedCluster> cluster, Params params) {
     this.factory = factory;
     this.storeName = storeName;
+    this.cluster = cluster;
     this.params = params;
   }
 
@@ -76,10 +85,15 @@ final class Contended {
         threads.add(t);
         t.start();
       }
+      ResourceMeter meter = new ResourceMeter(cluster);
+      MeasureWindow.sleepUntil(window.measureFrom());
+      meter.start();
+      MeasureWindow.sleepUntil(window.measureUntil());
+      meter.stop();
       for (Thread t : threads) {
         t.join();
       }
-      return result(window);
+      return result(window, meter);
     } finally {
       for (Thread t : threads) {
         t.interrupt();
@@ -154,7 +168,7 @@ final class Contended {
     }
   }
 
-  private Result result(MeasureWindow window) {
+  private Result result(MeasureWindow window, ResourceMeter meter) {
     Result r = new Result("contended", storeName)
         .param("clients", params.clients())
         .param("ttl", Durations.format(params.ttl()))
@@ -166,6 +180,7 @@ final class Contended {
     r.figure("refused", "acquires refused (held by another)", refused.sum(), "");
     Latency.addTo(r, "handover_gap", "release -> next acquire", gap.histogram());
     r.figure("token_regressions", "fencing tokens not increasing (must be 0)", tokenRegressions.sum(), "");
+    meter.addTo(r, "", handovers.sum(), "handover");
     r.figure("errors", "errors", errors.total(), "");
     return r.errors(errors);
   }

@@ -44,7 +44,7 @@ final class ContendedCommand extends BenchCommand {
 
   @Override
   Result measure(Target t) throws InterruptedException {
-    return new Contended(t.clients(), t.storeName(),
+    return new Contended(t.clients(), t.storeName(), t.cluster(),
         new Contended.Params(clients, load.ttl, hold, load.warmup, load.duration)).run();
   }
 }

@@ -12,19 +12,27 @@ import org.HdrHistogram.Histogram;
 
 /**
  * The disk's fsync latency as a log-writing store sees it: appends of 4 KiB to a fresh file in the
- * temporary directory (where the clusters keep their data), each followed by {@link
- * FileChannel#force(boolean) force(false)} (fdatasync), timed together.
+ * directory where the clusters keep their data, each followed by {@link FileChannel#force(boolean)
+ * force(false)} (fdatasync), timed together.
  */
 final class FsyncProbe {
 
   private FsyncProbe() {}
 
+  /** Measures in the temporary directory. */
   static Result run(int writes) {
+    return run(writes, null);
+  }
+
+  /** Measures in a fresh directory under {@code parent} (the temporary directory when null). */
+  static Result run(int writes, Path parent) {
     Histogram h = new Histogram(3);
     Path dir = null;
     Path file = null;
     try {
-      dir = Files.createTempDirectory("leasehold-bench-fsync-");
+      dir = parent == null
+          ? Files.createTempDirectory("leasehold-bench-fsync-")
+          : Files.createTempDirectory(Files.createDirectories(parent), "fsync-");
       file = dir.resolve("probe.log");
       byte[] block = new byte[4096];
       try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
@@ -43,7 +51,7 @@ final class FsyncProbe {
       Latency.addTo(r, "fsync", "4 KiB write + fdatasync", h);
       return r;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot measure fsync in the temporary directory", e);
+      throw new UncheckedIOException("cannot measure fsync in " + (parent == null ? "the temporary directory" : parent), e);
     } finally {
       try {
         if (file != null) {

@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -38,6 +40,8 @@ final class Hold {
    * @param release whether to release every lease at the end and time it; without, closing the
    *     backends gives them up (at most one operation timeout), which is enough when the cluster is
    *     stopped next anyway
+   * @param flood with it, a second phase measures the same leases again while other clients flood
+   *     the store with writes; null for none
    */
   record Params(
       int clients,
@@ -48,7 +52,22 @@ final class Hold {
       Duration setupTimeout,
       Duration warmup,
       Duration duration,
-      boolean release) {}
+      boolean release,
+      Flood flood) {}
+
+  /**
+   * The write flood of the second phase: acquire-release cycles from clients of their own, as fast
+   * as the store answers them.
+   *
+   * @param clients backend instances of the flood
+   * @param window leases in flight per flooding client
+   * @param ttl the flooding leases' TTL
+   */
+  record Flood(int clients, int window, Duration ttl) {
+
+    /** {@code hold --flood} and compare: 4 clients x 32 leases in flight, TTL 10 s. */
+    static final Flood DEFAULT = new Flood(4, 32, Duration.ofSeconds(10));
+  }
 
   private static final int SETUP_ATTEMPTS = 3;
 
@@ -107,23 +126,21 @@ final class Hold {
       }
 
       MeasureWindow window = MeasureWindow.startingNow(params.warmup(), params.duration());
-      sleepUntil(window.measureFrom());
-      long lossesBefore = losses.sum();
-      long clientCpu0 = ProcessStats.ownCpuNanos();
-      Optional<ClusterStats> server0 = cluster.map(ClusterStats::sample);
+      MeasureWindow.sleepUntil(window.measureFrom());
+      ResourceMeter meter = new ResourceMeter(cluster);
+      meter.start();
       RenewalSampler sampler = new RenewalSampler(leases, heartbeat);
       sampler.run(window.measureUntil());
-      double seconds = (System.nanoTime() - window.measureFrom()) / 1e9;
-      long clientCpu1 = ProcessStats.ownCpuNanos();
-      Optional<ClusterStats> server1 = cluster.map(ClusterStats::sample);
-      long aliveAtEnd = 0;
-      for (Lease l : leases) {
-        if (l != null && l.checkAlive()) {
-          aliveAtEnd++;
-        }
-      }
-      long lossesWhileMeasuring = losses.sum() - lossesBefore;
+      meter.stop();
+      double seconds = meter.seconds();
+      Optional<ClusterStats> end = cluster.map(ClusterStats::sample);
+      long aliveAtEnd = aliveCount(leases);
+      long lossesQuiet = losses.sum();
 
+      Result flooded = null;
+      if (params.flood() != null) {
+        flooded = flood(leases, heartbeat);
+      }
       double teardownSeconds = Double.NaN;
       if (params.release()) {
         long teardownStart = System.nanoTime();
@@ -152,20 +169,22 @@ final class Hold {
       r.figure("renewals_per_s", "renewals reached (deadline advances)", sampler.advances() / seconds, "/s");
       r.figure("lowest_remaining_ms", "lowest remaining() seen (safe window " + safeWindow.toMillis() + " ms)",
           sampler.lowestRemainingNanos() < 0 ? Double.NaN : sampler.lowestRemainingNanos() / 1e6, "ms");
-      r.figure("spurious_losses", "spurious losses (onLost; must be 0)", losses.sum(), "");
-      r.figure("spurious_losses_measured", "  of which while measuring", lossesWhileMeasuring, "");
+      r.figure("spurious_losses", "spurious losses (onLost, from the setup to the end; must be 0)", lossesQuiet, "");
       r.figure("held_at_end", "leases still held at the end", aliveAtEnd, "");
-      r.figure("client_cpu_cores", "client CPU (this JVM)", (clientCpu1 - clientCpu0) / 1e9 / seconds, "cores");
-      if (server0.isPresent() && server1.isPresent() && idle.isPresent()) {
-        r.figure("server_cpu_cores", "server CPU (all members)", server1.get().cpuNanosSince(server0.get()) / 1e9 / seconds, "cores");
-        r.figure("server_rss_bytes", "server memory (RSS, all members)", server1.get().rssBytes(), "B");
+      meter.addTo(r, "", sampler.advances(), "renewal");
+      if (end.isPresent() && idle.isPresent()) {
+        r.figure("server_rss_bytes", "server memory (RSS, all members)", end.get().rssBytes(), "B");
         r.figure("server_rss_per_lease_bytes", "server memory per lease (RSS growth / leases, all members)",
-            held == 0 ? Double.NaN : (double) server1.get().rssBytesSince(idle.get()) / held, "B");
+            held == 0 ? Double.NaN : (double) end.get().rssBytesSince(idle.get()) / held, "B");
         r.detail("members_idle", idle.get().toJson());
-        r.detail("members_start", server0.get().toJson());
-        r.detail("members_end", server1.get().toJson());
+        r.detail("members_end", end.get().toJson());
       } else {
         r.note("server CPU and memory are measured only on a cluster the bench started (--start)");
+      }
+      if (flooded != null) {
+        flooded.figures().forEach(f -> r.figure(f.key(), f.label(), f.value(), f.unit()));
+        flooded.notes().forEach(r::note);
+        r.detail("flood_errors", flooded.errors());
       }
       r.figure("teardown_s", "teardown: time to release every lease", teardownSeconds, "s");
       r.figure("errors", "errors", errors.total(), "");
@@ -177,6 +196,64 @@ final class Hold {
       for (LeaseBackend b : backends) {
         b.close();
       }
+    }
+  }
+
+  private static long aliveCount(Lease[] leases) {
+    long alive = 0;
+    for (Lease l : leases) {
+      if (l != null && l.checkAlive()) {
+        alive++;
+      }
+    }
+    return alive;
+  }
+
+  /**
+   * The second phase of {@code --flood}: the same leases, held on, measured again for the warm-up
+   * and the duration while another set of clients floods the store with acquire-release cycles as
+   * fast as it answers them. {@return the phase's figures, each key prefixed {@code flood_}}
+   */
+  private Result flood(Lease[] leases, Duration heartbeat) throws InterruptedException {
+    Flood f = params.flood();
+    long lossesBefore = losses.sum();
+    AcquireRelease writes = new AcquireRelease("flood", factory, storeName, Optional.empty(),
+        new AcquireRelease.Params(f.clients(), f.window(), f.ttl(), params.warmup(), params.duration()));
+    FutureTask<Result> task = new FutureTask<>(writes::run);
+    Thread thread = new Thread(task, "bench-hold-flood");
+    thread.setDaemon(true);
+    MeasureWindow window = MeasureWindow.startingNow(params.warmup(), params.duration());
+    thread.start();
+    Result r = new Result("hold", storeName);
+    try {
+      MeasureWindow.sleepUntil(window.measureFrom());
+      ResourceMeter meter = new ResourceMeter(cluster);
+      meter.start();
+      RenewalSampler sampler = new RenewalSampler(leases, heartbeat);
+      sampler.run(window.measureUntil());
+      meter.stop();
+      Result w;
+      try {
+        w = task.get();
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("the write flood failed: " + e.getCause(), e.getCause());
+      }
+      r.figure("flood_cycles_per_s", "flood: acquire+release cycles of the flooding clients", w.value("cycles_per_s"), "/s");
+      r.figure("flood_acquire_p99_ms", "flood: the flooding clients' acquire p99", w.value("acquire_p99_ms"), "ms");
+      r.figure("flood_errors", "flood: the flooding clients' errors", w.value("errors"), "");
+      r.figure("flood_renewals_per_s", "flood: renewals reached (deadline advances)", sampler.advances() / meter.seconds(), "/s");
+      r.figure("flood_lowest_remaining_ms", "flood: lowest remaining() seen",
+          sampler.lowestRemainingNanos() < 0 ? Double.NaN : sampler.lowestRemainingNanos() / 1e6, "ms");
+      r.figure("flood_spurious_losses", "flood: spurious losses (onLost, from the flood's start; must be 0)", losses.sum() - lossesBefore, "");
+      r.figure("flood_held_at_end", "flood: leases still held at the end", aliveCount(leases), "");
+      meter.addTo(r, "flood_", Double.NaN, "renewal");
+      r.note(String.format(java.util.Locale.ROOT,
+          "flood: %d clients x %d leases cycled acquire/release as fast as answered; its client CPU is in"
+              + " the flood phase's client CPU", f.clients(), f.window()));
+      return r;
+    } finally {
+      thread.interrupt();
+      thread.join();
     }
   }
 
@@ -265,12 +342,5 @@ final class Hold {
       skipped.add(notStarted.sum());
     }
     return ok.sum();
-  }
-
-  private static void sleepUntil(long nanos) throws InterruptedException {
-    long wait;
-    while ((wait = nanos - System.nanoTime()) > 0) {
-      TimeUnit.NANOSECONDS.sleep(wait);
-    }
   }
 }

@@ -47,6 +47,11 @@ final class HoldCommand extends BenchCommand {
   @Option(names = "--setup-timeout", paramLabel = "D", description = "After this long the setup starts no more acquires, and the run goes on with the leases held (default: ${DEFAULT-VALUE}; 1s to 1h).")
   Duration setupTimeout;
 
+  @Option(names = "--flood", description = "After the measurement, measure the same leases again for --warmup and --duration while"
+      + " 4 other clients flood the store with acquire/release cycles (32 in flight each, TTL 10s) as fast as it answers"
+      + " them; figures of that phase start with 'flood:'.")
+  boolean flood;
+
   @Override
   void validate() {
     load.validate(spec);
@@ -73,6 +78,7 @@ final class HoldCommand extends BenchCommand {
   @Override
   Result measure(Target t) throws InterruptedException {
     return new Hold(t.clients(), t.storeName(), t.cluster(),
-        new Hold.Params(clients, leases, load.ttl, heartbeat, window, setupTimeout, load.warmup, load.duration, t.cluster().isEmpty())).run();
+        new Hold.Params(clients, leases, load.ttl, heartbeat, window, setupTimeout, load.warmup, load.duration, t.cluster().isEmpty(),
+            flood ? Hold.Flood.DEFAULT : null)).run();
   }
 }

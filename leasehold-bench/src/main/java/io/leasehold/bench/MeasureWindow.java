@@ -1,6 +1,7 @@
 package io.leasehold.bench;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The phases of one run on the monotonic clock: warm-up, then measurement, then over. Operations
@@ -56,5 +57,13 @@ final class MeasureWindow {
   /** {@return when the run started, on {@link System#nanoTime()}} */
   long start() {
     return start;
+  }
+
+  /** Sleeps until {@code nanos} on {@link System#nanoTime()}; at once if that has passed. */
+  static void sleepUntil(long nanos) throws InterruptedException {
+    long wait;
+    while ((wait = nanos - System.nanoTime()) > 0) {
+      TimeUnit.NANOSECONDS.sleep(wait);
+    }
   }
 }

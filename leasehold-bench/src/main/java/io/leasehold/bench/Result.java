@@ -21,6 +21,7 @@ final class Result {
   private final List<String> notes = new ArrayList<>();
   private String storeSettings;
   private final Map<String, Object> details = new LinkedHashMap<>();
+  private final Map<String, List<Double>> samples = new LinkedHashMap<>();
 
   Result(String workload, String store) {
     this.workload = workload;
@@ -66,6 +67,20 @@ final class Result {
     return this;
   }
 
+  /**
+   * Keeps the single measurements behind a figure (one per failover kill, say), so that a compare
+   * run can pool them over its rounds instead of taking a median of per-round percentiles.
+   */
+  Result samples(String key, List<Double> values) {
+    samples.put(key, List.copyOf(values));
+    return this;
+  }
+
+  /** {@return the measurements kept under {@code key}; empty if none} */
+  List<Double> samples(String key) {
+    return samples.getOrDefault(key, List.of());
+  }
+
   Map<String, Object> params() {
     return params;
   }
@@ -88,7 +103,7 @@ final class Result {
 
   /** {@return whether a figure that must be 0 (spurious losses, fencing-token regressions) is not} */
   boolean safetyViolated() {
-    return value("spurious_losses") > 0 || value("token_regressions") > 0;
+    return value("spurious_losses") > 0 || value("flood_spurious_losses") > 0 || value("token_regressions") > 0;
   }
 
   /** {@return the figure named {@code key}, if this result has it} */
@@ -119,6 +134,9 @@ final class Result {
     json.put("errors", errors);
     json.put("notes", notes);
     json.put("details", details);
+    if (!samples.isEmpty()) {
+      json.put("samples", samples);
+    }
     return json;
   }
 

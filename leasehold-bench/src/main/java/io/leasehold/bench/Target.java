@@ -29,10 +29,14 @@ final class Target implements AutoCloseable {
   private final Thread hook;
 
   private Target(String uri, ManagedCluster cluster, Path workDir) {
+    this(uri, cluster, workDir, ClientFactory.forUri(uri));
+  }
+
+  private Target(String uri, ManagedCluster cluster, Path workDir, ClientFactory clients) {
     this.uri = uri;
     this.cluster = cluster;
     this.workDir = workDir;
-    this.clients = ClientFactory.forUri(uri);
+    this.clients = clients;
     this.hook = cluster == null ? null : new Thread(this::stop, "bench-stop-cluster");
     if (hook != null) {
       Runtime.getRuntime().addShutdownHook(hook);
@@ -51,9 +55,19 @@ final class Target implements AutoCloseable {
 
   /** {@return a target on a cluster of {@code kind} started now under a fresh temporary directory} */
   static Target start(String kind) {
+    return start(kind, null);
+  }
+
+  /**
+   * {@return a target on a cluster of {@code kind} started now in a fresh directory under {@code
+   * parent}} (under the temporary directory when null); closing it deletes that directory.
+   */
+  static Target start(String kind, Path parent) {
     Path dir;
     try {
-      dir = Files.createTempDirectory("leasehold-bench-" + kind + "-");
+      dir = parent == null
+          ? Files.createTempDirectory("leasehold-bench-" + kind + "-")
+          : Files.createTempDirectory(Files.createDirectories(parent), kind + "-");
     } catch (IOException e) {
       throw new UncheckedIOException("cannot make a directory for the " + kind + " cluster", e);
     }
@@ -64,6 +78,11 @@ final class Target implements AutoCloseable {
       deleteTree(dir);
       throw e;
     }
+  }
+
+  /** {@return a target whose clients {@code clients} opens, with no cluster (tests)} */
+  static Target ofClients(String name, ClientFactory clients) {
+    return new Target(name + ":", null, null, clients);
   }
 
   /** {@return a target on a cluster that someone else started and stops (tests)} */

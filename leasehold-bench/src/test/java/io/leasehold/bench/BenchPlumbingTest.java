@@ -36,6 +36,7 @@ class BenchPlumbingTest {
   private static Result acquireRelease;
   private static Result contended;
   private static Result hold;
+  private static Result flooded;
 
   @BeforeAll
   static void runLoadWorkloads() throws InterruptedException {
@@ -43,9 +44,13 @@ class BenchPlumbingTest {
         new AcquireRelease.Params(2, 4, Duration.ofSeconds(5), Duration.ofMillis(100), SHORT)).run();
     contended = new Contended(ClientFactory.forUri("memory:"), "memory",
         new Contended.Params(3, Duration.ofSeconds(5), Duration.ZERO, Duration.ofMillis(100), SHORT)).run();
-    // TTL 1 s renews every 333 ms, so the measured second sees each lease renewed.
+    // TTL 3 s renews every second, so the measured 1.5 s see each lease renewed; a shorter TTL
+    // (operations time out after TTL / 6) loses leases on a machine loaded by parallel builds.
     hold = new Hold(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
-        new Hold.Params(2, 2_000, Duration.ofSeconds(1), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofSeconds(1), true)).run();
+        new Hold.Params(2, 2_000, Duration.ofSeconds(3), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofMillis(1_500), true, null)).run();
+    flooded = new Hold(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
+        new Hold.Params(2, 500, Duration.ofSeconds(3), null, 64, Duration.ofMinutes(1), Duration.ofMillis(100), Duration.ofMillis(1_500), true,
+            new Hold.Flood(2, 4, Duration.ofSeconds(5)))).run();
   }
 
   @Test
@@ -83,6 +88,32 @@ class BenchPlumbingTest {
   }
 
   @Test
+  void holdWithAFloodMeasuresTheSameLeasesAgainWhileOtherClientsWrite() {
+    assertThat(flooded.value("held")).isEqualTo(500);
+    assertThat(flooded.value("renewals_per_s")).isPositive();
+    assertThat(flooded.value("flood_cycles_per_s")).isPositive();
+    assertThat(flooded.value("flood_renewals_per_s")).isPositive();
+    assertThat(flooded.value("flood_spurious_losses")).isZero();
+    assertThat(flooded.value("flood_held_at_end")).isEqualTo(500);
+    assertThat(flooded.value("flood_client_cpu_cores")).isNotNaN().isNotNegative();
+    assertThat(flooded.value("client_cpu_us_per_op")).isNotNaN().isNotNegative();
+    assertThat(flooded.safetyViolated()).isFalse();
+    assertThat(flooded.toTable()).contains("flood: renewals reached", "flood: spurious losses");
+    assertThat(hold.get("flood_renewals_per_s")).isEmpty();
+  }
+
+  @Test
+  void loadWorkloadsMeasureClientCpuPerOperation() {
+    // The process's CPU clock ticks in 10 ms steps on Linux: a short window on a busy machine may
+    // see none, so only "measured" is asserted.
+    assertThat(acquireRelease.value("client_cpu_cores")).isNotNaN().isNotNegative();
+    assertThat(acquireRelease.value("client_cpu_us_per_op")).isNotNaN().isNotNegative();
+    assertThat(contended.value("client_cpu_us_per_op")).isNotNaN().isNotNegative();
+    // No cluster, no server figures.
+    assertThat(acquireRelease.get("server_cpu_us_per_op")).isEmpty();
+  }
+
+  @Test
   void leaderFailoverMeasuresEachRound() throws InterruptedException {
     FakeCluster cluster = new FakeCluster();
     ClientFactory clients = ClientFactory.forUri("memory:");
@@ -92,6 +123,8 @@ class BenchPlumbingTest {
     assertThat(cluster.restarts).hasValue(2);
     assertThat(r.value("rounds")).isEqualTo(2);
     assertThat(r.get("next_acquire_p50_ms")).get().matches(Figure::measured);
+    assertThat(r.get("next_acquire_p99_ms")).get().matches(Figure::measured);
+    assertThat(r.samples("next_acquire_ms")).hasSize(2);
     assertThat(r.value("lease_held_through")).isEqualTo(2);
     assertThat(r.get("lease_renewed_max_ms")).get().matches(Figure::measured);
     assertThat(r.value("lease_lost")).isZero();
@@ -122,22 +155,36 @@ class BenchPlumbingTest {
     assertThat(err.toString()).contains("--leases must be between 1 and 1,000,000; was 0");
     assertThat(cmd.execute("failover", "--backend", "memory:")).isEqualTo(2);
     assertThat(err.toString()).contains("failover --kill leader needs --start");
+    assertThat(cmd.execute("expire-storm", "--backend", "memory:")).isEqualTo(2);
+    assertThat(err.toString()).contains("expire-storm needs --start");
+    assertThat(cmd.execute("expire-storm", "--start", "etcd", "--leases", "400")).isEqualTo(2);
+    assertThat(err.toString()).contains("--leases must be at least 201 x --holders (804 with 4 holders)");
+    // compare checks every option before it starts anything.
+    assertThat(cmd.execute("compare", "--rounds", "0")).isEqualTo(2);
+    assertThat(err.toString()).contains("--rounds must be between 1 and 20; was 0");
+    assertThat(cmd.execute("compare", "--kills", "-1")).isEqualTo(2);
+    assertThat(err.toString()).contains("--kills must be between 0 and 1,000; was -1");
+    assertThat(cmd.execute("compare", "--storm-leases", "100")).isEqualTo(2);
+    assertThat(err.toString()).contains("--storm-leases must be 0 or at least 804");
   }
 
   @Test
-  void theComparisonShowsEveryStoreTheRatiosToEtcdAndTheTargets() {
+  void theComparisonOfRealWorkloadResultsShowsEveryStoreAndTheTargets() {
     Result fsync = FsyncProbe.run(20);
     assertThat(fsync.value("fsync_p99_ms")).isPositive();
     Result lowLoad = new Result("low-load", "memory").figure("acquire_p99_ms", "acquire p99", 0.5, "ms");
-    List<Result> results = List.of(lowLoad, acquireRelease, contended, hold);
-    Compare.Params params = Compare.Params.defaults(false);
-    Compare.Outcome outcome = new Compare.Outcome(params, fsync,
-        Map.of("core", results, "etcd", results, "zookeeper", results), Map.of(), Map.of());
+    List<Result> results = List.of(lowLoad, acquireRelease, contended, flooded);
+    Compare.Params params = Compare.Params.defaults(true);
+    List<Compare.Run> runs = List.of(
+        new Compare.Run(1, 1, "core", 1.0, results, null),
+        new Compare.Run(1, 2, "etcd", 1.0, results, null),
+        new Compare.Run(1, 3, "zookeeper", 1.0, results, null));
+    Compare.Outcome outcome = new Compare.Outcome(params, fsync, runs, Map.of(), Map.of());
     ComparisonTable table = new ComparisonTable(outcome);
     String text = table.render();
-    assertThat(text).contains("core/etcd", "zk/etcd", "acquire-release: cycles", "1.00x", "targets (core)");
-    assertThat(table.targets()).extracting(ComparisonTable.Verdict::verdict).doesNotContain("n/a");
-    assertThat(Json.write(table.toJson())).contains("\"targets\"", "\"core/etcd\"", "\"fsync_p99_ms\"");
+    assertThat(text).contains("core/etcd", "core/zk", "acquire-release: cycles", "1.00x", "targets (core",
+        "hold + flood: renewals reached", "acquire-release: client CPU per cycle");
+    assertThat(Json.write(table.toJson())).contains("\"targets\"", "\"core/etcd\"", "\"fsync_p99_ms\"", "\"runs\"");
   }
 
   /** Stands for a 3-member cluster around the memory store: member 0 leads; kills change nothing. */

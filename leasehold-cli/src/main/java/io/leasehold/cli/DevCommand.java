@@ -4,6 +4,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import io.leasehold.server.LocalCluster;
+import io.leasehold.server.StartRefusedException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -46,7 +47,10 @@ import picocli.CommandLine.Spec;
       "Data: without --dir, a fresh directory under the system temp directory, deleted when the"
           + " cluster stops; with --dir, kept, and a later run with the same --dir, --nodes and"
           + " --port starts the same cluster again on its data.",
-      "Exits 0 when stopped, 1 if the cluster cannot start or fails the check, 2 for bad options."
+      "A kept cluster one of whose node directories was deleted is refused, not started empty:"
+          + " its fencing tokens could go back.",
+      "Exits 0 when stopped, 1 if the cluster cannot start or fails the check, 2 for bad options"
+          + " and a kept cluster that lost a node's data."
     })
 final class DevCommand implements Callable<Integer> {
 
@@ -100,12 +104,15 @@ final class DevCommand implements Callable<Integer> {
   public Integer call() {
     checkOptions();
     boolean temporary = dir == null;
+    // A directory with the marker holds a cluster an earlier run made: its nodes recover their
+    // data. Anything else is a new cluster, whose nodes format their (new) directories.
+    boolean kept = !temporary && Files.isRegularFile(dir.resolve(MARKER));
     Path root = temporary ? createTempDir() : prepareDir(dir);
     // Everything, the deletion of a temporary directory included, happens before the Foreground
     // closes: on Ctrl-C the JVM halts as soon as its shutdown hook returns.
     try (Foreground foreground = new Foreground()) {
       try {
-        return run(root, temporary, foreground);
+        return run(root, temporary, kept, foreground);
       } finally {
         if (temporary) {
           deleteQuietly(root, spec.commandLine().getErr());
@@ -114,7 +121,7 @@ final class DevCommand implements Callable<Integer> {
     }
   }
 
-  private int run(Path root, boolean temporary, Foreground foreground) {
+  private int run(Path root, boolean temporary, boolean kept, Foreground foreground) {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     out.printf(
@@ -130,7 +137,21 @@ final class DevCommand implements Callable<Integer> {
     long start = System.nanoTime();
     LocalCluster cluster;
     try {
-      cluster = LocalCluster.start(nodes, port, root, UnaryOperator.identity());
+      cluster =
+          kept
+              ? LocalCluster.recover(nodes, port, root, UnaryOperator.identity())
+              : LocalCluster.start(nodes, port, root, UnaryOperator.identity());
+    } catch (StartRefusedException e) {
+      // A node of a kept cluster lost its directory: starting it empty could hand out fencing
+      // tokens again, so the cluster does not start. One line, no trace.
+      err.println(
+          kept
+              ? "leasehold dev: the cluster kept in " + root.toAbsolutePath() + " could not start: "
+                  + e.getMessage() + ". (leasehold dev formats only a new --dir; to start afresh, give"
+                  + " another --dir or delete this one)"
+              : "leasehold dev: the cluster could not start: " + e.getMessage());
+      err.flush();
+      return 2;
     } catch (UncheckedIOException | IllegalStateException e) {
       err.println("leasehold dev: the cluster could not start: " + e.getMessage() + portHint(e));
       err.flush();

@@ -32,12 +32,14 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "",
       "A local cluster to develop against: leasehold dev; then, in another terminal: leasehold status",
       "A command run only while a lease is held: leasehold run --lease NAME -- COMMAND",
+      "To take a lease away from its holder (it stops first): leasehold revoke NAME",
       "To see leases at work under faults: leasehold demo"
     },
     subcommands = {
       DevCommand.class,
       ServerCommand.class,
       StatusCommand.class,
+      RevokeCommand.class,
       RunCommand.class,
       DemoCommand.class,
       HelpCommand.class

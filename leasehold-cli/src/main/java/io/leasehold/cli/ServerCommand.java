@@ -3,6 +3,7 @@ package io.leasehold.cli;
 import io.leasehold.server.CoreNode;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.Peer;
+import io.leasehold.server.StartRefusedException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -26,10 +27,17 @@ import picocli.CommandLine.Spec;
           + " SIGTERM stops it cleanly. Start one on each machine with the same --peers; the"
           + " cluster serves once a majority runs. Clients connect to any node's port; the nodes"
           + " replicate through the port after it (Raft port = port + 1).",
-      "The data directory keeps the node's log and snapshots: a node started again on it"
-          + " recovers its data, and a whole cluster can be stopped and started again.",
-      "Exits 0 when stopped, 1 if the node cannot start (a port taken, an unusable data"
-          + " directory), 2 for bad options."
+      "The data directory keeps the node's log and snapshots. The first start of each node of a"
+          + " new cluster needs --bootstrap, which formats the empty directory; every later start"
+          + " goes without it and recovers the data. A node whose directory is missing or empty"
+          + " is refused: a node that lost its data must not rejoin and vote, or acknowledged"
+          + " leases could be lost and fencing tokens issued again.",
+      "Every node needs the same --election-timeout: a node that finds another running with a"
+          + " different one refuses to start, and a running node that finds one refuses reads and"
+          + " keep-alives until they agree.",
+      "Exits 0 when stopped; 1 if the node cannot start (a port taken, an unusable data"
+          + " directory); 2 for bad options, and when it refuses to start (its data directory does"
+          + " not fit --bootstrap, or another node's election timeout differs)."
     })
 final class ServerCommand implements Callable<Integer> {
 
@@ -62,9 +70,26 @@ final class ServerCommand implements Callable<Integer> {
       names = "--data-dir",
       required = true,
       paramLabel = "DIR",
-      description = "Where the node keeps its Raft log and snapshots; created if missing, recovered"
-          + " if it holds a node's data.")
+      description = "Where the node keeps its Raft log and snapshots. Recovered on every start but"
+          + " the first; created and formatted only with --bootstrap.")
   private Path dataDir;
+
+  @Option(
+      names = "--bootstrap",
+      description = {
+        "First start of a node of a new cluster: format --data-dir, which must be missing or"
+            + " empty (a directory with data is refused, never wiped). Give it once, on every node"
+            + " of the first --peers; leave it out on every later start."
+      })
+  private boolean bootstrap;
+
+  @Option(
+      names = "--join",
+      description = {
+        "Reserved: a new node joining a running cluster (its empty directory formatted, the node"
+            + " added by a membership change). Not built yet (issue #16): refused."
+      })
+  private boolean join;
 
   @Option(
       names = "--election-timeout",
@@ -73,7 +98,8 @@ final class ServerCommand implements Callable<Integer> {
       description = {
         "Shortest Raft election timeout, 50ms to 1m (default: ${DEFAULT-VALUE}); the longest is"
             + " twice it. Shorter: faster failover, more spurious elections on a loaded machine.",
-        "Use the same value on every node."
+        "The same on every node: the Raft leader lease behind keep-alives and reads assumes it."
+            + " A node that finds another with a different one refuses to start (exit 2)."
       })
   private Duration electionTimeout;
 
@@ -121,10 +147,19 @@ final class ServerCommand implements Callable<Integer> {
     if (Files.exists(dataDir) && !Files.isDirectory(dataDir)) {
       throw bad("--data-dir must be a directory; " + dataDir + " is a file");
     }
+    if (bootstrap && join) {
+      throw bad("--bootstrap (the first start of a new cluster) and --join (a node added to a running"
+          + " one) exclude each other");
+    }
+    if (join) {
+      throw bad("--join (a new node joining a running cluster) is not built yet: it needs membership"
+          + " changes (issue #16). The nodes of the first --peers start once with --bootstrap");
+    }
     try {
       return NodeConfig.of(id, cluster, dataDir)
           .withElectionTimeout(electionTimeout)
-          .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES);
+          .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
+          .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER);
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }
@@ -139,6 +174,12 @@ final class ServerCommand implements Callable<Integer> {
       CoreNode node;
       try {
         node = CoreNode.start(config);
+      } catch (StartRefusedException e) {
+        // Not a failure to report with a trace: the node would have lost data or broken the
+        // leader lease. One line, naming the flag that decides.
+        err.println("leasehold server: " + e.getMessage());
+        err.flush();
+        return 2;
       } catch (UncheckedIOException | IllegalStateException e) {
         err.println("leasehold server: node " + id + " could not start: " + e.getMessage());
         err.flush();

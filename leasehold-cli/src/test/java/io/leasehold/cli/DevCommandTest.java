@@ -90,6 +90,25 @@ class DevCommandTest {
   }
 
   @Test
+  void aKeptClusterWhoseNodeLostItsDirectoryIsRefusedNotStartedEmpty() throws IOException {
+    Path dir = freshDir("dev-wiped");
+    String port = String.valueOf(RunningCli.freePortPair());
+    String[] args = {"dev", "--nodes", "1", "--port", port, "--dir", dir.toString(), "--duration", "1s"};
+    Cli first = Cli.run(args);
+    assertThat(first.exitCode()).as(first.out() + first.err()).isZero();
+    deleteTree(dir.resolve("n1"));
+
+    Cli second = Cli.run(args);
+
+    assertThat(second.exitCode()).as(second.out() + second.err()).isEqualTo(2);
+    assertThat(second.err())
+        .startsWith("leasehold dev: the cluster kept in " + dir.toAbsolutePath() + " could not start: node n1"
+            + " refuses to start: --data-dir " + dir.resolve("n1") + " does not exist;")
+        .endsWith("(leasehold dev formats only a new --dir; to start afresh, give another --dir or delete this one)\n");
+    assertThat(dir.resolve("n1")).doesNotExist();
+  }
+
+  @Test
   void devRefusesADirectoryThatHoldsAnotherClusterOrOtherFiles() throws IOException {
     Path kept = freshDir("dev-other");
     Files.writeString(kept.resolve(DevCommand.MARKER), "uri=leasehold\\://127.0.0.1\\:7000\n");
@@ -118,6 +137,14 @@ class DevCommandTest {
       tokens[i] = Long.parseLong(m.group(1));
     }
     return tokens;
+  }
+
+  static void deleteTree(Path dir) throws IOException {
+    try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
   }
 
   static Path freshDir(String name) {

@@ -17,7 +17,9 @@ import java.util.Objects;
  * The {@code leasehold://} backend: the Lease contract on the consistent core. All leases of one
  * backend share one connection, one session per TTL and one keep-alive stream; the core's leader
  * measures each session's TTL from the last keep-alive it confirmed, and a holder's local safe
- * deadline counts from when that keep-alive was sent.
+ * deadline counts from when that keep-alive was sent. A session that may carry a key no holder
+ * believes in is retired: kept alive only while tenures the engine believes in are on it (see
+ * {@link Sessions}).
  */
 public final class CoreBackend implements LeaseBackend {
 
@@ -29,8 +31,18 @@ public final class CoreBackend implements LeaseBackend {
   private final LeaseWatch watch;
   private final CoreLeaseStore store;
   CoreBackend(String uri, List<InetSocketAddress> endpoints, Duration attemptTimeout, LeaseRuntime runtime) {
+    this(uri, endpoints, attemptTimeout, runtime, List.of());
+  }
+
+  /** With extra interceptors on the client's channels (tests lose replies with them). */
+  CoreBackend(
+      String uri,
+      List<InetSocketAddress> endpoints,
+      Duration attemptTimeout,
+      LeaseRuntime runtime,
+      List<io.grpc.ClientInterceptor> interceptors) {
     this.uri = uri;
-    this.client = new CoreClient(endpoints, attemptTimeout);
+    this.client = new CoreClient(endpoints, attemptTimeout, interceptors);
     this.runtime = runtime;
     this.leases = new OpenLeases(uri);
     this.sessions =
@@ -41,7 +53,8 @@ public final class CoreBackend implements LeaseBackend {
             processName(),
             attemptTimeout,
             this::sessionGranted,
-            this::sessionEnded);
+            this::sessionEnded,
+            this::tenureRevoked);
     this.watch = new LeaseWatch(client, runtime.timers(), new Losses(), sessions::liveIds);
     this.store = new CoreLeaseStore(client, sessions, watch);
   }
@@ -110,6 +123,19 @@ public final class CoreBackend implements LeaseBackend {
     store.sessionEnded(
         sessionId,
         (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.EXPIRED, "the core expired this process's session")));
+  }
+
+  private void tenureRevoked(io.leasehold.core.proto.RevokedTenure revoked) {
+    store.revoked(
+        revoked,
+        (token, h) ->
+            report(
+                h.holder(),
+                token,
+                new LeaseLost(
+                    LeaseLost.Kind.REVOKED,
+                    "an operator revoked tenure " + token + " of lease '" + h.leaseName()
+                        + "' in the core (its keep-alive said so)")));
   }
 
   private void report(HolderId holder, long token, LeaseLost reason) {

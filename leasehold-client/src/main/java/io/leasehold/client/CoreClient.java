@@ -17,6 +17,8 @@ import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
@@ -31,6 +33,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -51,6 +54,12 @@ public final class CoreClient implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(CoreClient.class);
   private static final SecureRandom RANDOM = new SecureRandom();
+
+  /**
+   * The key prefix of named leases in the core: lease {@code N} is the key {@code
+   * /_leasehold/leases/N}. Deleting such a key is how an operator revokes a lease.
+   */
+  public static final String LEASE_PREFIX = "/_leasehold/leases/";
 
   /** The response header in which a follower names the leader's client endpoint (host:port). */
   static final String LEADER_HEADER_NAME = "leasehold-leader";
@@ -74,6 +83,7 @@ public final class CoreClient implements AutoCloseable {
   private final long clientIdHigh = RANDOM.nextLong();
   private final long clientIdLow = RANDOM.nextLong();
   private final AtomicLong calls = new AtomicLong();
+  private final OpBatcher batcher;
 
   /**
    * Connects (lazily) to the given nodes.
@@ -82,6 +92,14 @@ public final class CoreClient implements AutoCloseable {
    * @param attemptTimeout how long one node has to answer before the next is tried
    */
   public CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout) {
+    this(endpoints, attemptTimeout, List.of());
+  }
+
+  /**
+   * Connects (lazily) to the given nodes, with extra interceptors on every channel (tests use
+   * them to lose replies on the way back).
+   */
+  CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout, List<ClientInterceptor> extra) {
     if (endpoints.isEmpty()) {
       throw new IllegalArgumentException("at least one node address is needed");
     }
@@ -97,6 +115,7 @@ public final class CoreClient implements AutoCloseable {
       channels[i] =
           NettyChannelBuilder.forAddress(a.getHostString(), a.getPort())
               .usePlaintext()
+              .intercept(extra)
               .intercept(leaderHints(i))
               // Detect a dead connection (a peer gone without a reset) within seconds.
               .keepAliveTime(10, TimeUnit.SECONDS)
@@ -105,7 +124,48 @@ public final class CoreClient implements AutoCloseable {
     }
     // Connect to the first node now rather than on the first call.
     channels[0].getState(true);
+    this.batcher = new OpBatcher(this, 2 * endpoints.size());
   }
+
+  /**
+   * Sends one write together with the others this client makes at the same time ({@link
+   * OpBatcher}); the answer is the same as the write's unary call would give.
+   *
+   * @param op the write
+   * @param parser the parser of the unary call's response
+   * @param <T> the response type
+   * @return the response, or the exception the unary call would have completed with
+   */
+  public <T> CompletableFuture<T> batched(BatchOp op, com.google.protobuf.Parser<T> parser) {
+    return parsed(batcher.submit(op), parser);
+  }
+
+  /**
+   * Like {@link #batched(BatchOp, com.google.protobuf.Parser)}, for a caller that stops waiting
+   * once {@code within} has passed: the write is not sent again after that.
+   *
+   * @param op the write
+   * @param parser the parser of the unary call's response
+   * @param within how long the caller waits for the answer
+   * @param <T> the response type
+   * @return the response, or the exception the unary call would have completed with
+   */
+  public <T> CompletableFuture<T> batched(BatchOp op, com.google.protobuf.Parser<T> parser, Duration within) {
+    return parsed(batcher.submit(op, within.toNanos()), parser);
+  }
+
+  private static <T> CompletableFuture<T> parsed(
+      CompletableFuture<com.google.protobuf.ByteString> response, com.google.protobuf.Parser<T> parser) {
+    return response.thenApply(
+        bytes -> {
+          try {
+            return parser.parseFrom(bytes);
+          } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            throw new CompletionException(refused(e));
+          }
+        });
+  }
+
 
   /** {@return a fresh call id for one logical write; its retries reuse it} */
   public CallId newCall() {
@@ -126,21 +186,56 @@ public final class CoreClient implements AutoCloseable {
    */
   public <T> CompletableFuture<T> call(BiConsumer<LeaseholdStub, StreamObserver<T>> rpc) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    attempt(rpc, result, 0, null);
+    attempt(rpc, result, 0, null, 0, false);
+    return result;
+  }
+
+  /**
+   * Like {@link #call(BiConsumer)}, but gives up once {@code within} has passed: no node is tried
+   * after it, and the node being tried has only what is left of it. For a caller that stops
+   * waiting then (the lease engine's operation timeout), since a retry nobody waits for can only
+   * make a grant nobody knows about.
+   *
+   * @param rpc the call on a stub
+   * @param within how long the caller waits for the answer
+   * @param <T> the response type
+   * @return the response, or a {@link LeaseException}: a {@link LeaseTimeoutException} when the
+   *     time ran out
+   */
+  public <T> CompletableFuture<T> call(
+      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, Duration within) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    attempt(rpc, result, 0, null, System.nanoTime() + within.toNanos(), true);
     return result;
   }
 
   private <T> void attempt(
-      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc, CompletableFuture<T> result, int tried, Throwable last) {
+      BiConsumer<LeaseholdStub, StreamObserver<T>> rpc,
+      CompletableFuture<T> result,
+      int tried,
+      Throwable last,
+      long deadline,
+      boolean bounded) {
     if (tried >= 2 * channels.length) {
       result.completeExceptionally(
           new LeaseStoreUnavailableException(
               "no node of " + describe(endpoints) + " answered: " + describe(last), last));
       return;
     }
+    long timeout = attemptTimeout.toNanos();
+    if (bounded) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        result.completeExceptionally(timedOut(tried, last));
+        return;
+      }
+      timeout = Math.min(timeout, left);
+    }
+    // A node cut short by the caller's deadline did not fail: it just had less time than usual.
+    boolean cutShort = timeout < attemptTimeout.toNanos();
     int node = current.get();
     LeaseholdStub stub =
-        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(attemptTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(timeout, TimeUnit.NANOSECONDS);
     rpc.accept(
         stub,
         new StreamObserver<T>() {
@@ -154,12 +249,14 @@ public final class CoreClient implements AutoCloseable {
           @Override
           public void onError(Throwable t) {
             Status.Code code = Status.fromThrowable(t).getCode();
-            if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
+            if (cutShort && code == Status.Code.DEADLINE_EXCEEDED) {
+              result.completeExceptionally(timedOut(tried + 1, t));
+            } else if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
               log.debug("node {} did not answer ({}); trying the next", describe(endpoints.get(node)), describe(t));
               failedAt.set(node, System.nanoTime());
               current.compareAndSet(node, (node + 1) % channels.length);
-              attempt(rpc, result, tried + 1, t);
+              attempt(rpc, result, tried + 1, t, deadline, bounded);
             } else {
               result.completeExceptionally(refused(t));
             }
@@ -205,6 +302,11 @@ public final class CoreClient implements AutoCloseable {
               }
             });
     return () -> call.thenAccept(c -> c.cancel("watch closed", null));
+  }
+
+  /** {@return the index of the node calls go to now, in the order the endpoints were given} */
+  int currentNode() {
+    return current.get();
   }
 
   /** A node did not answer: try another next time. */
@@ -258,7 +360,13 @@ public final class CoreClient implements AutoCloseable {
     }
   }
 
-  private static LeaseException refused(Throwable t) {
+  private LeaseTimeoutException timedOut(int tried, Throwable last) {
+    return new LeaseTimeoutException(
+        "gave up on the call at the caller's deadline after " + tried + " node(s) of "
+            + describe(endpoints) + " tried: " + describe(last), last);
+  }
+
+  static LeaseException refused(Throwable t) {
     Status status = Status.fromThrowable(t);
     return new LeaseException(
         LeaseException.Code.PROTOCOL,

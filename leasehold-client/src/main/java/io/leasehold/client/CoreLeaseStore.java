@@ -2,16 +2,21 @@ package io.leasehold.client;
 
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
+import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.LeaseTimeoutException;
+import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
-import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Tenure;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -22,7 +27,17 @@ import java.util.function.BiConsumer;
 /**
  * The lease store SPI on the core: a named lease is a key attached to this backend's session for
  * the lease's TTL. Acquire is a compare-and-set on the key's absence; renewal is the session's
- * shared keep-alive; release deletes the key only if it is still this tenure.
+ * shared keep-alive, whose replies also list the tenures of the session an operator revoked (each
+ * ends at once here); confirming a tenure (acquire() while holding) reads its key; release deletes
+ * the key only if it is still this tenure, or ends the tombstone of this tenure if it was revoked.
+ *
+ * <p><b>Keys nobody believes in.</b> An acquire whose outcome stays unknown, one answered after its
+ * holder stopped waiting, and a release the core did not confirm may leave a key that no holder
+ * believes it holds; the session it is on is then {@linkplain Sessions#retire retired}, kept alive
+ * only while pinned by the tenures the engine believes in on it ({@link #held}) and by acquires in
+ * flight, so the key expires with it. A tenure leaves {@code held}, and unpins, as soon as the
+ * engine releases it (before the core confirms: the engine no longer believes in it) or the core
+ * reports it gone. {@link #abandon} ends such a key at once when the core can be reached.
  */
 final class CoreLeaseStore implements LeaseStore {
 
@@ -31,6 +46,13 @@ final class CoreLeaseStore implements LeaseStore {
   private final LeaseWatch watch;
   /** The tenures this process holds, by fencing token. */
   private final Map<Long, Held> held = new ConcurrentHashMap<>();
+  /**
+   * Tenures the core reported revoked, by token, with their session's id, until their holder's
+   * release (which ends the tombstone that blocks the name) succeeds or the session ends.
+   */
+  private final Map<Long, Long> revokedTenures = new ConcurrentHashMap<>();
+  /** Releases of revoked tenures that failed: sent again when a keep-alive lists the tenure. */
+  private final Map<Long, Tenure> unreleased = new ConcurrentHashMap<>();
 
   /** A tenure this process holds: its session, holder and lease. */
   record Held(Sessions.Session session, HolderId holder, String leaseName) {}
@@ -43,14 +65,19 @@ final class CoreLeaseStore implements LeaseStore {
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
-    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, true));
+    // The engine stops waiting after request.timeout(): so does the client, rather than retry on
+    // other nodes and make a grant that nobody would know of.
+    long deadline = System.nanoTime() + request.timeout().toNanos();
+    return sessions.forTtl(request.ttl()).thenCompose(s -> acquireIn(s, request, deadline, true));
   }
 
+  /** Sends the acquire on {@code session}, pinned while in flight; a grant's tenure pins it then. */
   private CompletableFuture<AcquireResult> acquireIn(
-      Sessions.Session session, AcquireRequest request, boolean mayRegrant) {
+      Sessions.Session session, AcquireRequest request, long deadline, boolean mayRegrant) {
     // The key lives as long as the session: from the send time of its latest confirmed
     // keep-alive, read before the request goes out.
     long validFrom = session.confirmedSentAt;
+    sessions.pin(session);
     io.leasehold.core.proto.AcquireRequest call =
         io.leasehold.core.proto.AcquireRequest.newBuilder()
             .setCall(client.newCall())
@@ -60,25 +87,46 @@ final class CoreLeaseStore implements LeaseStore {
             .setSessionId(session.id)
             .build();
     watch.ensureStarted();
+    long left = deadline - System.nanoTime();
+    if (left <= 0) {
+      sessions.unpin(session);
+      return CompletableFuture.failedFuture(
+          new LeaseTimeoutException(
+              "the acquire of '" + request.leaseName() + "' was not sent: its holder stopped"
+                  + " waiting for it", null));
+    }
     return client
-        .<AcquireResponse>call((stub, out) -> stub.acquire(call, out))
+        .batched(BatchOp.newBuilder().setAcquire(call).build(), AcquireResponse.parser(), Duration.ofNanos(left))
         .handle(
             (response, error) -> {
               if (error != null) {
+                sessions.unpin(session);
+                if (!CoreClient.isSessionNotFound(error) && !isRefusal(error)) {
+                  // Outcome unknown: a key may exist that nobody will believe in.
+                  sessions.retire(session);
+                }
                 if (mayRegrant && CoreClient.isSessionNotFound(error)) {
                   // The session ended under us: a new one, and one more try.
                   sessions.ended(session);
                   return sessions
                       .forTtl(request.ttl())
-                      .thenCompose(s -> acquireIn(s, request, false));
+                      .thenCompose(s -> acquireIn(s, request, deadline, false));
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(unwrap(error));
               }
               if (!response.getAcquired()) {
+                sessions.unpin(session);
                 return CompletableFuture.<AcquireResult>completedFuture(
                     new AcquireResult.HeldElsewhere(response.getHolder()));
               }
-              held.put(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              // Registered (and its session pinned) before the engine sees the grant, so that
+              // the session is kept alive from the moment the engine believes in the tenure.
+              track(response.getToken(), new Held(session, request.holder(), request.leaseName()));
+              if (System.nanoTime() - deadline > 0) {
+                // Its holder has probably given up on it: should the engine's release of it be
+                // lost, the session must not keep it alive.
+                sessions.retire(session);
+              }
               watch.watchFrom(response.getToken());
               return CompletableFuture.<AcquireResult>completedFuture(
                   new AcquireResult.Acquired(response.getToken(), validFrom));
@@ -95,7 +143,9 @@ final class CoreLeaseStore implements LeaseStore {
       return CompletableFuture.completedFuture(
           new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease ended")));
     }
-    // A keep-alive the leader confirmed within the last interval answers for this renewal.
+    // A keep-alive the leader confirmed within the last interval answers for this renewal. Its
+    // reply listed the session's revoked tenures, which ended here at once; one revoked since is
+    // kept from everyone else by its tombstone until this holder releases it or the session ends.
     if (session.confirmedSince(sentAtNanos - session.intervalNanos)) {
       return CompletableFuture.completedFuture(new RenewResult.Renewed(session.confirmedSentAt));
     }
@@ -108,8 +158,64 @@ final class CoreLeaseStore implements LeaseStore {
                 return new RenewResult.Lost(
                     new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease expired"));
               }
+              if (!held.containsKey(tenure.token())) {
+                return revokedAnswer(tenure); // the round's reply listed it as revoked
+              }
               return new RenewResult.Renewed(session.confirmedSentAt);
             });
+  }
+
+  /**
+   * Reads the tenure's key (a linearizable read through the leader) before renewing it: the
+   * keep-alive that answers a renewal may have been sent before an operator's delete, and a watch
+   * may be silent, so only the key itself confirms the tenure as of now.
+   */
+  @Override
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    String key = LeaseWatch.LEASE_PREFIX + tenure.leaseName();
+    GetRequest get = GetRequest.newBuilder().setKey(key).build();
+    return client
+        .<GetResponse>call((stub, out) -> stub.get(get, out))
+        .thenCompose(
+            current -> {
+              boolean ours =
+                  current.getKvsCount() == 1
+                      && current.getKvs(0).getCreateRevision() == tenure.token()
+                      && current.getKvs(0).getValue().toStringUtf8().equals(tenure.holder().toString());
+              if (!ours) {
+                held.remove(tenure.token());
+                return CompletableFuture.<RenewResult>completedFuture(revokedAnswer(tenure));
+              }
+              return renew(tenure, sentAtNanos);
+            });
+  }
+
+  private static RenewResult revokedAnswer(Tenure tenure) {
+    return new RenewResult.Lost(
+        new LeaseLost(
+            LeaseLost.Kind.REVOKED,
+            "the core no longer has tenure " + tenure.token() + " of lease '" + tenure.leaseName()
+                + "' (an operator revoked it, or its session ended)"));
+  }
+
+  /**
+   * A keep-alive reply listed a tenure of ours that an operator revoked: reports it if this
+   * process still holds it; resends a release of it that failed, since its tombstone blocks the
+   * name until then.
+   */
+  void revoked(RevokedTenure revoked, BiConsumer<Long, Held> lost) {
+    long token = revoked.getToken();
+    Held h = held.get(token);
+    if (h != null && h.session().id == revoked.getSessionId() && held.remove(token, h)) {
+      sessions.unpin(h.session());
+      revokedTenures.put(token, h.session().id);
+      lost.accept(token, h);
+      return;
+    }
+    Tenure failed = unreleased.remove(token);
+    if (failed != null) {
+      release(failed);
+    }
   }
 
   @Override
@@ -121,28 +227,107 @@ final class CoreLeaseStore implements LeaseStore {
             .setHolder(tenure.holder().toString())
             .setToken(tenure.token())
             .build();
+    // The engine asks to release only a tenure it no longer believes in: stop keeping its
+    // session alive for it now, whether or not this call gets through.
+    Held h = drop(tenure.token());
     return client
-        .<ReleaseResponse>call((stub, out) -> stub.release(call, out))
-        .thenApply(
-            response -> {
-              held.remove(tenure.token());
+        .batched(BatchOp.newBuilder().setRelease(call).build(), ReleaseResponse.parser())
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                if (revokedTenures.containsKey(tenure.token())) {
+                  unreleased.put(tenure.token(), tenure);
+                }
+                if (h != null) {
+                  sessions.retire(h.session()); // the key may outlive the release: let it lapse
+                }
+                throw new CompletionException(unwrap(error));
+              }
+              revokedTenures.remove(tenure.token());
+              unreleased.remove(tenure.token());
               return null;
             });
   }
 
+  /**
+   * Ends the record {@code request} made, if the core has one: found by the holder and request id
+   * stored with the key, released on its create revision. A later acquire of the holder (a greater
+   * request id) or another holder's record never matches.
+   */
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    String key = LeaseWatch.LEASE_PREFIX + request.leaseName();
+    String holder = request.holder().toString();
+    // One try's worth of patience, as for the acquire itself: the engine does not wait longer.
+    return client
+        .<GetResponse>call(
+            (stub, out) -> stub.get(GetRequest.newBuilder().setKey(key).build(), out), request.timeout())
+        .thenCompose(
+            found -> {
+              for (KeyValue kv : found.getKvsList()) {
+                if (kv.getKey().equals(key)
+                    && kv.getLeaseRequestId() == request.requestId()
+                    && kv.getValue().toStringUtf8().equals(holder)) {
+                  return release(
+                      new Tenure(
+                          request.leaseName(),
+                          request.holder(),
+                          request.requestId(),
+                          kv.getCreateRevision(),
+                          request.ttl()));
+                }
+              }
+              return CompletableFuture.<Void>completedFuture(null);
+            });
+  }
+
+  /** Records a tenure; its session stays pinned by it (the pin of the acquire that made it). */
+  private void track(long token, Held h) {
+    Held before = held.put(token, h);
+    if (before != null) {
+      sessions.unpin(before.session()); // a retry got the same tenure: one pin for it
+    }
+  }
+
+  /** Forgets a tenure and unpins its session; returns what it was, if held. */
+  private Held drop(long token) {
+    Held h = held.remove(token);
+    if (h != null) {
+      sessions.unpin(h.session());
+    }
+    return h;
+  }
+
+  /** A definite refusal (bad argument, no permission): nothing was written. */
+  private static boolean isRefusal(Throwable error) {
+    return unwrap(error) instanceof io.leasehold.LeaseException le
+        && le.code() == io.leasehold.LeaseException.Code.PROTOCOL;
+  }
+
   /** Every tenure of a session that ended is gone: reports and forgets each. */
   void sessionEnded(long sessionId, BiConsumer<Long, Held> lost) {
+    // The core dropped the session's tombstones with it.
+    revokedTenures.forEach(
+        (token, session) -> {
+          if (session == sessionId && revokedTenures.remove(token, session)) {
+            unreleased.remove(token);
+          }
+        });
     held.forEach(
         (token, h) -> {
           if (h.session().id == sessionId && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });
   }
 
-  /** A watch reported this tenure gone. */
+  /** A watch reported this tenure gone (revoked, or its session expired). */
   void forget(long token) {
-    held.remove(token);
+    Held h = drop(token);
+    if (h != null) {
+      revokedTenures.put(token, h.session().id);
+    }
   }
 
   /** After a gap in the watch: reports and forgets each tenure whose key is not in {@code current}. */
@@ -154,6 +339,7 @@ final class CoreLeaseStore implements LeaseStore {
     held.forEach(
         (token, h) -> {
           if (!(LeaseWatch.LEASE_PREFIX + h.leaseName()).equals(present.get(token)) && held.remove(token, h)) {
+            sessions.unpin(h.session());
             lost.accept(token, h);
           }
         });

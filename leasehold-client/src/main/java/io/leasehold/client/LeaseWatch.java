@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 final class LeaseWatch implements AutoCloseable {
 
   /** The key prefix of named leases in the core. */
-  static final String LEASE_PREFIX = "/_leasehold/leases/";
+  static final String LEASE_PREFIX = CoreClient.LEASE_PREFIX;
 
   private static final Logger log = LoggerFactory.getLogger(LeaseWatch.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);

@@ -9,14 +9,18 @@ import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,6 +29,15 @@ import org.slf4j.LoggerFactory;
  * The core sessions of one backend, one per TTL, kept alive together: every round sends one
  * keep-alive naming all sessions on one stream, so heartbeat traffic does not grow with the number
  * of leases. A lease's renewal is answered from the latest round the leader confirmed.
+ *
+ * <p><b>Retired sessions.</b> A session may come to carry a key that no holder believes in: an
+ * acquire on it whose outcome stayed unknown or whose answer came after its holder gave up, or a
+ * release that was not confirmed. Such a session is {@linkplain #retire retired}: new acquires of
+ * its TTL get a new session, and it is kept alive only while it is <em>pinned</em> — by a tenure
+ * the lease engine believes it holds on it, or an acquire still in flight on it. Once nothing
+ * pins it, the rounds stop naming it and the core expires it within its TTL, together with the
+ * key nobody believes in. A session that never had such a doubt is kept alive as long as the
+ * backend lives, so an acquire never waits for a new session or a keep-alive.
  */
 final class Sessions implements AutoCloseable {
 
@@ -38,6 +51,10 @@ final class Sessions implements AutoCloseable {
     /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
     volatile long confirmedSentAt;
     volatile boolean ended;
+    /** No new acquires on it; kept alive only while pinned. */
+    volatile boolean retired;
+    /** Tenures the engine believes in on this session, plus acquires in flight on it. */
+    final AtomicInteger pins = new AtomicInteger();
     final CompletableFuture<Session> granted = new CompletableFuture<>();
     /** Completes when the next round is answered: true if the session is alive. */
     final AtomicReference<CompletableFuture<Boolean>> nextRound =
@@ -59,7 +76,11 @@ final class Sessions implements AutoCloseable {
   private final Scheduler timers;
   private final String owner;
   private final LongConsumer onSessionEnded;
+  private final Consumer<RevokedTenure> onRevoked;
+  /** The session new acquires of each TTL use. */
   private final Map<Long, Session> byTtl = new ConcurrentHashMap<>();
+  /** Retired sessions still pinned, or not yet found unpinned by a round. */
+  private final Set<Session> retired = ConcurrentHashMap.newKeySet();
   private final Map<Long, Long> sentAtBySequence = new ConcurrentHashMap<>();
   private final Object streamLock = new Object();
   private StreamObserver<KeepAliveRequest> stream;
@@ -79,7 +100,8 @@ final class Sessions implements AutoCloseable {
       String owner,
       Duration roundTimeout,
       Runnable onGranted,
-      LongConsumer onSessionEnded) {
+      LongConsumer onSessionEnded,
+      Consumer<RevokedTenure> onRevoked) {
     this.roundTimeoutNanos = roundTimeout.toNanos();
     this.onGranted = onGranted;
     this.client = client;
@@ -87,6 +109,7 @@ final class Sessions implements AutoCloseable {
     this.timers = timers;
     this.owner = owner;
     this.onSessionEnded = onSessionEnded;
+    this.onRevoked = onRevoked;
   }
 
   /**
@@ -99,11 +122,45 @@ final class Sessions implements AutoCloseable {
     // the holder computes its deadline from.
     long ttlMillis = Math.max(1, (ttl.toNanos() + 999_999) / 1_000_000);
     Session s =
-        byTtl.compute(ttlMillis, (k, existing) -> existing != null && !existing.ended ? existing : new Session(k));
+        byTtl.compute(
+            ttlMillis,
+            (k, existing) -> existing != null && !existing.ended && !existing.retired ? existing : new Session(k));
     if (s.id == 0 && !s.granted.isDone()) {
       grant(s);
     }
     return s.granted;
+  }
+
+  /** Keeps {@code s} alive, should it be retired, on behalf of one more tenure or acquire. */
+  void pin(Session s) {
+    s.pins.incrementAndGet();
+  }
+
+  /** One tenure or acquire less on {@code s}; a retired session with none left lapses. */
+  void unpin(Session s) {
+    if (s.pins.decrementAndGet() < 0) {
+      s.pins.incrementAndGet();
+      log.warn("session {} unpinned more often than pinned; ignored", s.id);
+    }
+  }
+
+  /**
+   * {@code s} may carry a key that no holder believes in: no new acquire uses it, and it is kept
+   * alive only while pinned, so that such a key expires with it.
+   */
+  void retire(Session s) {
+    synchronized (s) {
+      if (s.retired || s.ended) {
+        return;
+      }
+      s.retired = true;
+    }
+    retired.add(s);
+    byTtl.remove(s.ttlMillis, s);
+    log.info(
+        "session {} may hold a key no holder knows of (an acquire's outcome is unknown or a release"
+            + " unconfirmed); new acquires use a new session, and it lapses once nothing held is on it",
+        s.id);
   }
 
   private void grant(Session s) {
@@ -169,11 +226,24 @@ final class Sessions implements AutoCloseable {
     }
   }
 
-  /** Sends one keep-alive for every live session, then schedules the next. */
+  /** Sends one keep-alive for every session to keep alive, then schedules the next. */
   private void round() {
-    List<Long> ids = liveIds();
-    long interval =
-        byTtl.values().stream().mapToLong(s -> s.intervalNanos).min().orElse(Long.MAX_VALUE);
+    List<Long> ids = new ArrayList<>();
+    long interval = Long.MAX_VALUE;
+    for (Session s : byTtl.values()) {
+      interval = Math.min(interval, s.intervalNanos);
+      if (s.id > 0 && !s.ended) {
+        ids.add(s.id);
+      }
+    }
+    for (Session s : retired) {
+      if (s.ended || s.pins.get() <= 0) {
+        retired.remove(s); // nothing believed on it any more: it lapses in the core
+      } else {
+        interval = Math.min(interval, s.intervalNanos);
+        ids.add(s.id);
+      }
+    }
     synchronized (streamLock) {
       nextTick = null;
       if (closed || ids.isEmpty()) {
@@ -226,7 +296,11 @@ final class Sessions implements AutoCloseable {
       }
       // Older rounds still unanswered will not be: this stream answers in order.
       sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
-      for (Session s : byTtl.values()) {
+      // Tenures an operator revoked end before the renewals this round answers are settled.
+      for (int i = 0; i < response.getRevokedCount(); i++) {
+        onRevoked.accept(response.getRevoked(i));
+      }
+      for (Session s : all()) {
         if (response.getAliveList().contains(s.id)) {
           if (sentAt - s.confirmedSentAt > 0) {
             s.confirmedSentAt = sentAt;
@@ -263,7 +337,7 @@ final class Sessions implements AutoCloseable {
       client.failOver();
       LeaseStoreUnavailableException failure =
           new LeaseStoreUnavailableException("keep-alive not confirmed: " + (t == null ? "stream closed" : t.getMessage()), t);
-      for (Session s : byTtl.values()) {
+      for (Session s : all()) {
         s.nextRound.getAndSet(new CompletableFuture<>()).completeExceptionally(failure);
       }
     }
@@ -279,20 +353,28 @@ final class Sessions implements AutoCloseable {
     }
     s.ended = true;
     byTtl.remove(s.ttlMillis, s);
+    retired.remove(s);
     log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
     settle(s, false);
     onSessionEnded.accept(s.id);
   }
 
-  /** {@return the ids of the sessions granted and not ended} */
+  /** {@return the ids of the sessions granted and not ended, retired ones still kept included} */
   List<Long> liveIds() {
     List<Long> ids = new ArrayList<>();
-    for (Session s : byTtl.values()) {
+    for (Session s : all()) {
       if (s.id > 0 && !s.ended) {
         ids.add(s.id);
       }
     }
     return ids;
+  }
+
+  /** The sessions in use and the retired ones still kept; a round's worth, not a hot path. */
+  private List<Session> all() {
+    List<Session> all = new ArrayList<>(byTtl.values());
+    all.addAll(retired);
+    return all;
   }
 
   /** The core said this session is gone (a call named it unknown). */
@@ -306,9 +388,12 @@ final class Sessions implements AutoCloseable {
    */
   void revokeAll(Duration atMost) {
     List<CompletableFuture<RevokeResponse>> revokes = new ArrayList<>();
-    for (Session s : byTtl.values()) {
+    for (Session s : all()) {
       if (s.id > 0 && !s.ended) {
-        RevokeRequest revoke = RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).build();
+        // holder_closing: the core deletes the keys at once (an operator's revoke would let the
+        // session expire first, so that its holders stop before anyone else gets their leases).
+        RevokeRequest revoke =
+            RevokeRequest.newBuilder().setCall(client.newCall()).setSessionId(s.id).setHolderClosing(true).build();
         revokes.add(client.<RevokeResponse>call((stub, out) -> stub.revoke(revoke, out)));
       }
     }

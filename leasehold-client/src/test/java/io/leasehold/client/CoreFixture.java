@@ -95,6 +95,11 @@ final class CoreFixture implements ContractFixture {
       return backend;
     }
 
+    /** Black-holes this process's traffic to one node only; the other nodes still answer it. */
+    void cutOffFrom(int node) {
+      proxies().get(node).blackhole();
+    }
+
     @Override
     protected void abandon() {
       backend.abandon();

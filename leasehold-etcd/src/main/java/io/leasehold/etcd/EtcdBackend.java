@@ -1,12 +1,14 @@
 package io.leasehold.etcd;
 
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Duration;
+import java.util.function.UnaryOperator;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -41,10 +43,15 @@ public final class EtcdBackend implements LeaseBackend {
   private final CompletableFuture<Void> connected;
 
   private EtcdBackend(EtcdUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
+    this(uri, runtime, ownsRuntime, UnaryOperator.identity());
+  }
+
+  private EtcdBackend(
+      EtcdUri uri, LeaseRuntime runtime, boolean ownsRuntime, UnaryOperator<ClientBuilder> adjust) {
     this.uri = uri;
     this.runtime = runtime;
     this.ownsRuntime = ownsRuntime;
-    this.client = Client.builder().endpoints(uri.endpoints()).build();
+    this.client = adjust.apply(Client.builder().endpoints(uri.endpoints())).build();
     this.leases = new OpenLeases(uri.canonical());
     this.store = new EtcdLeaseStore(uri.canonical(), client, uri.namespace(), runtime, leases);
     connected = store.ensureWatch(); // connect now, so the first acquire needs one round trip less
@@ -78,6 +85,14 @@ public final class EtcdBackend implements LeaseBackend {
     Objects.requireNonNull(uri, "uri");
     Objects.requireNonNull(runtime, "runtime");
     return new EtcdBackend(EtcdUri.parse(uri), runtime, false);
+  }
+
+  /**
+   * For tests: like {@link #open(String, LeaseRuntime)}, with the jetcd client adjusted (tests add
+   * interceptors that lose replies).
+   */
+  static EtcdBackend open(String uri, LeaseRuntime runtime, UnaryOperator<ClientBuilder> client) {
+    return new EtcdBackend(EtcdUri.parse(uri), runtime, false, client);
   }
 
   /**
@@ -122,6 +137,16 @@ public final class EtcdBackend implements LeaseBackend {
    */
   CompletableFuture<Void> warmUp(LeaseSettings settings) {
     return store.register(settings.ttl(), settings.heartbeatInterval(), settings.operationTimeout());
+  }
+
+  /** For tests: the watch delivers nothing from now on, as one whose server went silent. */
+  void silenceWatch() {
+    store.silenceWatch();
+  }
+
+  /** {@return the etcd key of the guard that blocks lease {@code name} while its holder lives} */
+  String guardKeyOf(String name) {
+    return store.guardKey(name);
   }
 
   /** {@return the etcd key that holds the record of lease {@code name}} */

@@ -5,12 +5,14 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KV;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.LeaseOption;
 import io.etcd.jetcd.options.PutOption;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
@@ -25,29 +27,46 @@ import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.ManagedLease;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.RenewResult;
+import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The {@link LeaseStore} on etcd. A lease record is the key {@code <namespace>/leases/<name>}
  * whose value is {@code <owner>#<incarnation>\n<request id>}, attached to the backend's session
- * lease for the tenure's TTL; its create revision is the fencing token.
+ * lease for the tenure's TTL; its create revision is the fencing token. Beside it, written in the
+ * same transaction and attached to the same etcd lease, the <em>guard</em> {@code
+ * <namespace>/guards/<name>} with the same value: an {@code etcdctl del} of the record leaves the
+ * guard, and the guard keeps the name from everyone else until its holder has stopped.
  *
  * <ul>
- *   <li>acquire: one transaction: if the key's create revision is 0, put it with the session
- *       lease; else read it. A key of this holder with the same request id is a retried acquire
- *       (the same tenure); with a smaller one, a tenure this holder gave up, which is deleted (on
- *       its create revision) and acquired afresh.</li>
- *   <li>renew: no traffic of its own: answered from the session's last keep-alive.</li>
- *   <li>release: delete the key if its create revision and value are still this tenure's.</li>
+ *   <li>acquire: one transaction: if neither the record nor the guard exists, put both with the
+ *       session lease; else read both. A record of this holder with the same request id is a
+ *       retried acquire (the same tenure); with a smaller one (or only its guard left), a tenure
+ *       this holder gave up, which is ended (on its create revision) and acquired afresh.</li>
+ *   <li>renew: no traffic of its own: answered from the session's last keep-alive. Every
+ *       heartbeat one request per session ({@code LeaseTimeToLive} with its attached keys) checks
+ *       that the records of the tenures it holds still exist; one that does not is lost at once,
+ *       even if the watch is silent.</li>
+ *   <li>confirm (acquire() while holding): a linearizable read of the record, then renew.</li>
+ *   <li>release: one transaction: delete record and guard if the record is still this tenure's,
+ *       else delete the guard if it is (the holder of a revoked tenure says it stopped).</li>
+ *   <li>abandon: read the record; if it is that of the abandoned request (holder and request
+ *       id), end it on its create revision.</li>
  *   <li>loss: a watch on the namespace reports a deleted or overwritten key of a held tenure at
  *       once; a keep-alive that finds the session lease gone ends every tenure attached to it.</li>
  * </ul>
@@ -63,14 +82,21 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   private final LeaseRuntime runtime;
   private final OpenLeases leases;
   private final String keyPrefix;
+  private final String guardPrefix;
   private final ByteSequence prefix;
   private final Map<Long, Session> sessions = new ConcurrentHashMap<>();
   /** Tenures this backend holds, by lease name (one key per name). */
   private final Map<String, Held> held = new ConcurrentHashMap<>();
   private final Object watchLock = new Object();
+  /** Session leases whose held records are being checked now (see {@link #checkHeld}). */
+  private final Set<Session.Grant> checkingGrants = ConcurrentHashMap.newKeySet();
   private CompletableFuture<Void> watchReady; // guarded by watchLock
   private Watch.Watcher watcher; // guarded by watchLock
   private volatile boolean closed;
+  /** How often held records are checked: the shortest heartbeat of any lease; guarded by this. */
+  private long checkIntervalNanos = Long.MAX_VALUE;
+  private boolean checking; // guarded by this
+  private volatile boolean watchSilenced;
 
   EtcdLeaseStore(String uri, Client client, String namespace, LeaseRuntime runtime, OpenLeases leases) {
     this.uri = uri;
@@ -80,6 +106,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     this.runtime = runtime;
     this.leases = leases;
     this.keyPrefix = namespace + "/leases/";
+    this.guardPrefix = namespace + "/guards/";
     this.prefix = bytes(keyPrefix);
   }
 
@@ -99,12 +126,20 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             ttlSeconds(ttl),
             s -> new Session(s, heartbeat, timeout, client.getLeaseClient(), runtime, this));
     session.useSettings(heartbeat, timeout);
+    synchronized (this) {
+      checkIntervalNanos = Math.min(checkIntervalNanos, heartbeat.toNanos());
+    }
     // Failures are left to the acquire, which asks again.
     return session.grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds())).thenRun(() -> {});
   }
 
   String key(String leaseName) {
     return keyPrefix + leaseName;
+  }
+
+  /** {@return the key of the guard that keeps {@code leaseName} blocked while its holder lives} */
+  String guardKey(String leaseName) {
+    return guardPrefix + leaseName;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -118,10 +153,66 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
           new IllegalStateException("no session for TTL " + request.ttl()));
     }
     long timeout = TimeUnit.SECONDS.toNanos(session.ttlSeconds());
+    InFlight inFlight = new InFlight(session);
+    // The holder stops waiting after request.timeout(): from then on the outcome is unknown to
+    // it, so the grant the transaction is on may carry a key nobody believes in.
+    Scheduler.Cancellable gaveUp =
+        runtime.timers().schedule(() -> inFlight.end(true), request.timeout().toNanos());
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
     return ensureWatch()
         .thenCombine(session.grant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true, true));
+        .thenCompose(grant -> acquireWith(request, session, grant, true, true, inFlight))
+        .whenComplete(
+            (answer, error) -> {
+              gaveUp.cancel();
+              // A grant's tenure pinned its grant before this. A failure other than a refusal
+              // leaves the outcome unknown.
+              inFlight.end(error != null && !(Session.unwrap(error) instanceof IllegalStateException));
+            });
+  }
+
+  /**
+   * One acquire while its transaction is in flight: it pins the grant the transaction is on, so
+   * that a retired grant stays alive for it, until the answer or until its holder stops waiting.
+   */
+  private static final class InFlight {
+    private final Session session;
+    private Session.Grant on; // guarded by this
+    private boolean ended; // guarded by this
+
+    InFlight(Session session) {
+      this.session = session;
+    }
+
+    /** The transaction goes out on {@code grant}. */
+    synchronized void on(Session.Grant grant) {
+      if (ended || on == grant) {
+        return;
+      }
+      grant.pin();
+      if (on != null) {
+        on.unpin();
+      }
+      on = grant;
+    }
+
+    /** The answer came, or the holder stopped waiting; with {@code doubt}, retires the grant. */
+    void end(boolean doubt) {
+      Session.Grant g;
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
+        ended = true;
+        g = on;
+      }
+      if (g != null) {
+        g.unpin();
+        if (doubt) {
+          session.retire(g);
+        }
+      }
+    }
   }
 
   private CompletableFuture<AcquireResult> acquireWith(
@@ -129,15 +220,19 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session session,
       Session.Grant grant,
       boolean mayReplace,
-      boolean mayRegrant) {
+      boolean mayRegrant,
+      InFlight inFlight) {
+    inFlight.on(grant);
     ByteSequence key = bytes(key(request.leaseName()));
+    ByteSequence guard = bytes(guardKey(request.leaseName()));
     ByteSequence value = bytes(Record.encode(request.holder(), request.requestId()));
+    PutOption attached = PutOption.builder().withLeaseId(grant.id).build();
     return kv.txn()
-        .If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-        .Then(
-            Op.put(key, value, PutOption.builder().withLeaseId(grant.id).build()),
-            Op.get(key, GetOption.DEFAULT))
-        .Else(Op.get(key, GetOption.DEFAULT))
+        .If(
+            new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)),
+            new Cmp(guard, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+        .Then(Op.put(key, value, attached), Op.put(guard, value, attached), Op.get(key, GetOption.DEFAULT))
+        .Else(Op.get(key, GetOption.DEFAULT), Op.get(guard, GetOption.DEFAULT))
         .commit()
         .handle(
             (response, error) -> {
@@ -150,14 +245,14 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                     // session lease and one more try answer this acquire definitely.
                     return session
                         .grant(TimeUnit.SECONDS.toNanos(session.ttlSeconds()))
-                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false));
+                        .thenCompose(g -> acquireWith(request, session, g, mayReplace, false, inFlight));
                   }
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(
                     Session.unavailable(
                         "the acquire transaction for '" + request.leaseName() + "' failed", error));
               }
-              return answer(request, session, grant, response, mayReplace, mayRegrant);
+              return answer(request, session, grant, response, mayReplace, mayRegrant, inFlight);
             })
         .thenCompose(f -> f);
   }
@@ -168,36 +263,55 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       Session.Grant grant,
       TxnResponse response,
       boolean mayReplace,
-      boolean mayRegrant) {
-    KeyValue record = firstKv(response);
-    if (record == null) {
+      boolean mayRegrant,
+      InFlight inFlight) {
+    List<GetResponse> gets = response.getGetResponses();
+    KeyValue record = kvOf(gets, 0);
+    // Without the record, the guard of a revoked tenure whose holder may not have stopped yet.
+    KeyValue guard = response.isSucceeded() ? null : kvOf(gets, 1);
+    KeyValue found = record != null ? record : guard;
+    if (found == null) {
       return CompletableFuture.failedFuture(new LeaseException(LeaseException.Code.PROTOCOL,
           "etcd answered the acquire transaction for '" + request.leaseName()
               + "' without the key", null));
     }
-    Record r = Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
     if (response.isSucceeded()) {
       return CompletableFuture.completedFuture(granted(request, grant, record));
     }
+    Record r = Record.parse(found.getValue().toString(StandardCharsets.UTF_8));
     if (r == null || !r.holder().equals(request.holder())) {
       String holder = r != null ? r.holder().toString() : "(unreadable record)";
       return CompletableFuture.completedFuture(new AcquireResult.HeldElsewhere(holder));
     }
-    if (r.requestId() == request.requestId() && record.getLease() == grant.id) {
+    if (record != null && r.requestId() == request.requestId() && record.getLease() == grant.id) {
       return CompletableFuture.completedFuture(granted(request, grant, record)); // a retry
     }
-    if (r.requestId() > request.requestId() || !mayReplace) {
+    boolean lateCopy =
+        record != null
+            ? r.requestId() > request.requestId()
+            // Only the guard: the same request id is a late copy of the revoked tenure's request.
+            : r.requestId() >= request.requestId();
+    if (lateCopy || !mayReplace) {
       return CompletableFuture.completedFuture(
           new AcquireResult.HeldElsewhere(request.holder().toString()));
     }
-    // A tenure this holder gave up on: end it on its create revision, then acquire afresh.
-    return deleteIf(record.getKey(), record.getCreateRevision(), record.getValue())
-        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant));
+    // A tenure this holder gave up on (or that was revoked and it stopped using): end it on its
+    // create revision, then acquire afresh.
+    return end(request.leaseName(), found.getCreateRevision(), found.getValue())
+        .thenCompose(ignored -> acquireWith(request, session, grant, false, mayRegrant, inFlight));
   }
 
   private AcquireResult granted(AcquireRequest request, Session.Grant grant, KeyValue record) {
     long token = record.getCreateRevision();
-    held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
+    // Pinned before the engine sees the grant, so that a retired grant is kept alive from the
+    // moment the engine believes in the tenure.
+    grant.pin();
+    Held before =
+        held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
+    if (before != null) {
+      before.grant.unpin();
+    }
+    startChecking();
     if (grant.dead != null) {
       // The session died between the put and this answer; its death notice may have missed us.
       report(request.leaseName(), request.holder(), token,
@@ -241,21 +355,98 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     });
   }
 
+  /**
+   * Reads the record (linearizably) before renewing: the keep-alive that answers a renewal may
+   * predate an {@code etcdctl del}, and the watch may be silent, so only the record itself
+   * confirms the tenure as of now.
+   */
   @Override
-  public CompletableFuture<Void> release(Tenure tenure) {
-    ByteSequence key = bytes(key(tenure.leaseName()));
-    ByteSequence value = bytes(Record.encode(tenure.holder(), tenure.requestId()));
-    return deleteIf(key, tenure.token(), value)
-        .thenRun(() -> forget(tenure.leaseName(), tenure.token()));
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    return kv.get(bytes(key(tenure.leaseName())))
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(Session.unavailable(
+                    "reading the record of '" + tenure.leaseName() + "' to confirm it failed", error));
+              }
+              KeyValue record = response.getKvs().isEmpty() ? null : response.getKvs().get(0);
+              Record r = record == null
+                  ? null : Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
+              if (r == null || record.getCreateRevision() != tenure.token()
+                  || !r.holder().equals(tenure.holder())) {
+                forget(tenure.leaseName(), tenure.token());
+                return CompletableFuture.<RenewResult>completedFuture(new RenewResult.Lost(
+                    new LeaseLost(LeaseLost.Kind.REVOKED, "etcd no longer has the key "
+                        + key(tenure.leaseName()) + " of tenure " + tenure.token()
+                        + " (deleted in etcd)")));
+              }
+              return renew(tenure, sentAtNanos);
+            })
+        .thenCompose(f -> f);
   }
 
-  /** Deletes {@code key} only if it is still the record with that create revision and value. */
-  private CompletableFuture<Void> deleteIf(ByteSequence key, long createRevision, ByteSequence value) {
+  @Override
+  public CompletableFuture<Void> release(Tenure tenure) {
+    ByteSequence value = bytes(Record.encode(tenure.holder(), tenure.requestId()));
+    // The engine releases only a tenure it no longer believes in: stop keeping its grant alive
+    // for it now, whether or not the delete gets through.
+    Held h = forget(tenure.leaseName(), tenure.token());
+    return end(tenure.leaseName(), tenure.token(), value)
+        .whenComplete(
+            (ok, error) -> {
+              Session session = sessions.get(ttlSeconds(tenure.ttl()));
+              if (error != null && h != null && session != null) {
+                session.retire(h.grant); // the key may outlive the release: let the grant lapse
+              }
+            });
+  }
+
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    ByteSequence key = bytes(key(request.leaseName()));
+    return kv.get(key)
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(
+                    Session.unavailable("reading " + key(request.leaseName()) + " failed", error));
+              }
+              return response;
+            })
+        .thenCompose(
+            response -> {
+              KeyValue record = response.getKvs().isEmpty() ? null : response.getKvs().get(0);
+              Record r =
+                  record == null ? null : Record.parse(record.getValue().toString(StandardCharsets.UTF_8));
+              if (r == null
+                  || !r.holder().equals(request.holder())
+                  || r.requestId() != request.requestId()) {
+                return CompletableFuture.<Void>completedFuture(null);
+              }
+              forget(request.leaseName(), record.getCreateRevision());
+              return end(request.leaseName(), record.getCreateRevision(), record.getValue());
+            });
+  }
+
+  /**
+   * Ends a tenure in one transaction: if the record is still this tenure's (create revision and
+   * value), deletes it and its guard (made with it, so this tenure's too, or gone); else deletes
+   * the guard if it is this tenure's — the record was deleted in etcd, and its holder says it
+   * stopped, so the name is free.
+   */
+  private CompletableFuture<Void> end(String leaseName, long createRevision, ByteSequence value) {
+    ByteSequence key = bytes(key(leaseName));
+    ByteSequence guard = bytes(guardKey(leaseName));
+    Cmp[] guardIsThisTenures = {
+      new Cmp(guard, Cmp.Op.EQUAL, CmpTarget.createRevision(createRevision)),
+      new Cmp(guard, Cmp.Op.EQUAL, CmpTarget.value(value))
+    };
     return kv.txn()
         .If(
             new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(createRevision)),
             new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(value)))
-        .Then(Op.delete(key, DeleteOption.DEFAULT))
+        .Then(Op.delete(key, DeleteOption.DEFAULT), Op.delete(guard, DeleteOption.DEFAULT))
+        .Else(Op.txn(guardIsThisTenures, new Op[] {Op.delete(guard, DeleteOption.DEFAULT)}, new Op[0]))
         .commit()
         .handle(
             (response, error) -> {
@@ -267,8 +458,111 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             });
   }
 
-  private void forget(String leaseName, long token) {
-    held.computeIfPresent(leaseName, (name, h) -> h.token == token ? null : h);
+  // ---------------------------------------------------------------------------------------------
+  // The periodic check of held records.
+
+  /** Starts checking the held records every heartbeat, unless that runs already. */
+  private void startChecking() {
+    long interval;
+    synchronized (this) {
+      if (checking || closed) {
+        return;
+      }
+      checking = true;
+      interval = checkIntervalNanos;
+    }
+    runtime.timers().schedule(this::checkHeld, interval);
+  }
+
+  /**
+   * One round: per session lease, one {@code LeaseTimeToLive} with its attached keys; a held
+   * record not among them is read again linearizably (that answer may come from a replica that has
+   * not applied the latest writes) and, if it is gone, its tenure is lost at once. So a holder
+   * learns of an {@code etcdctl del} within a heartbeat even when its watch is silent. Meanwhile
+   * the guard keeps the name from everyone else.
+   */
+  private void checkHeld() {
+    long sent = runtime.ticker().read();
+    Map<Session.Grant, List<Map.Entry<String, Held>>> byGrant = new HashMap<>();
+    for (Map.Entry<String, Held> e : held.entrySet()) {
+      Held h = e.getValue();
+      if (h.since - sent < 0 && h.grant.dead == null) {
+        byGrant.computeIfAbsent(h.grant, g -> new ArrayList<>()).add(e);
+      }
+    }
+    long interval;
+    synchronized (this) {
+      if (closed || held.isEmpty()) {
+        checking = false; // the next grant starts it again
+        return;
+      }
+      interval = checkIntervalNanos;
+    }
+    byGrant.forEach(this::check);
+    runtime.timers().schedule(this::checkHeld, interval);
+  }
+
+  private void check(Session.Grant grant, List<Map.Entry<String, Held>> tenures) {
+    if (!checkingGrants.add(grant)) {
+      return; // the last check of this grant is still in flight
+    }
+    client.getLeaseClient()
+        .timeToLive(grant.id, LeaseOption.builder().withAttachedKeys().build())
+        .thenCompose(
+            ttl -> {
+              Set<ByteSequence> attached = new HashSet<>(ttl.getKeys());
+              List<Map.Entry<String, Held>> missing = new ArrayList<>();
+              for (Map.Entry<String, Held> e : tenures) {
+                if (!attached.contains(bytes(key(e.getKey())))) {
+                  missing.add(e);
+                }
+              }
+              return missing.isEmpty() ? CompletableFuture.completedFuture(null) : readAgain(missing);
+            })
+        .whenComplete(
+            (ignored, error) -> {
+              checkingGrants.remove(grant);
+              if (error != null) {
+                log.debug("Checking the records held with etcd lease {} failed: {}",
+                    Long.toHexString(grant.id), error.toString());
+              }
+            });
+  }
+
+  /** Reads the records of {@code tenures} linearizably (100 per transaction); reports the gone. */
+  private CompletableFuture<Void> readAgain(List<Map.Entry<String, Held>> tenures) {
+    List<CompletableFuture<Void>> batches = new ArrayList<>();
+    for (int from = 0; from < tenures.size(); from += 100) {
+      List<Map.Entry<String, Held>> batch = tenures.subList(from, Math.min(tenures.size(), from + 100));
+      Op[] gets = new Op[batch.size()];
+      for (int i = 0; i < gets.length; i++) {
+        gets[i] = Op.get(bytes(key(batch.get(i).getKey())), GetOption.DEFAULT);
+      }
+      batches.add(kv.txn().Then(gets).commit().thenAccept(response -> {
+        List<GetResponse> records = response.getGetResponses();
+        for (int i = 0; i < batch.size(); i++) {
+          String name = batch.get(i).getKey();
+          Held h = batch.get(i).getValue();
+          KeyValue record = kvOf(records, i);
+          if (record == null || record.getCreateRevision() != h.token) {
+            report(name, h.holder, h.token, new LeaseLost(LeaseLost.Kind.REVOKED,
+                "etcd no longer has the key " + key(name) + " of tenure " + h.token
+                    + " (deleted in etcd; found by the periodic check of held records)"));
+          }
+        }
+      }));
+    }
+    return CompletableFuture.allOf(batches.toArray(CompletableFuture[]::new));
+  }
+
+  /** Forgets the tenure with {@code token} of {@code leaseName}, if held, and unpins its grant. */
+  private Held forget(String leaseName, long token) {
+    Held h = held.get(leaseName);
+    if (h != null && h.token == token && held.remove(leaseName, h)) {
+      h.grant.unpin();
+      return h;
+    }
+    return null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -335,7 +629,18 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
   }
 
+  /**
+   * For tests: from now on the watch delivers nothing, as a watch whose server went silent without
+   * closing it. Safety and the holder's learning of a deleted record must not depend on it.
+   */
+  void silenceWatch() {
+    watchSilenced = true;
+  }
+
   private void onWatch(WatchResponse response) {
+    if (watchSilenced) {
+      return;
+    }
     for (WatchEvent event : response.getEvents()) {
       KeyValue now = event.getKeyValue();
       KeyValue before = event.getPrevKV();
@@ -424,8 +729,10 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
       }
     }
     for (Session s : sessions.values()) {
-      Session.Grant g = s.close();
-      if (g != null && revoke) {
+      for (Session.Grant g : s.close()) {
+        if (!revoke) {
+          continue;
+        }
         try {
           client.getLeaseClient().revoke(g.id).get(wait.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
@@ -438,20 +745,16 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     }
   }
 
-  private static KeyValue firstKv(TxnResponse response) {
-    for (var get : response.getGetResponses()) {
-      if (!get.getKvs().isEmpty()) {
-        return get.getKvs().get(0);
-      }
-    }
-    return null;
+  /** {@return the key the {@code i}-th get of a transaction found, or null} */
+  private static KeyValue kvOf(List<GetResponse> gets, int i) {
+    return i < gets.size() && !gets.get(i).getKvs().isEmpty() ? gets.get(i).getKvs().get(0) : null;
   }
 
   static ByteSequence bytes(String s) {
     return ByteSequence.from(s, StandardCharsets.UTF_8);
   }
 
-  /** A tenure this backend holds. */
+  /** A tenure this backend holds; it pins its grant. */
   private record Held(HolderId holder, long token, Session.Grant grant, long since) {}
 
   /** The value of a lease key: who holds it, and for which acquire call. */

@@ -9,10 +9,13 @@ import io.leasehold.LeaseTimeoutException;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +24,14 @@ import org.slf4j.LoggerFactory;
  * The session of one TTL: one etcd lease that every held lease of this backend with that TTL is
  * attached to, kept alive once per heartbeat interval however many leases use it. When the etcd
  * lease is gone (expired or revoked in the store), a new one is granted for the next acquire.
+ *
+ * <p><b>Retired grants.</b> A grant may come to carry a key that no holder believes in: a
+ * transaction on it whose outcome stayed unknown or was answered after its holder gave up, or a
+ * release that was not confirmed. Such a grant is {@linkplain #retire retired}: the next acquire
+ * gets a new grant, and the retired one is kept alive only while it is <em>pinned</em> — by a
+ * tenure the lease engine believes it holds on it, or an acquire still in flight on it. Once
+ * nothing pins it, it lapses in etcd within its TTL, together with the key nobody believes in. A
+ * grant that never had such a doubt is kept alive as long as the backend lives.
  *
  * <p>Keep-alives run on the backend's timer thread, and their send times are read from its ticker,
  * so a holder's deadline counts from when a successful keep-alive was <em>sent</em>. A failed
@@ -45,6 +56,8 @@ final class Session {
   private long intervalNanos;
   private long timeoutNanos;
   private Grant current;
+  /** Retired grants still kept alive for the tenures on them. */
+  private final List<Grant> retired = new ArrayList<>();
   private CompletableFuture<Grant> granting;
   private Scheduler.Cancellable tick = Scheduler.Cancellable.NONE;
   private boolean closed;
@@ -133,6 +146,29 @@ final class Session {
     return pending;
   }
 
+  /**
+   * {@code g} may carry a key that no holder believes in: the next acquire gets a new grant, and
+   * {@code g} is kept alive only while pinned, so that such a key expires with it.
+   */
+  void retire(Grant g) {
+    synchronized (lock) {
+      if (g.retired || g.dead != null || closed) {
+        return;
+      }
+      g.retired = true;
+      if (current == g) {
+        current = null;
+      }
+      retired.add(g);
+      if (tick == Scheduler.Cancellable.NONE) {
+        tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
+      }
+    }
+    log.info("etcd lease {} may hold a key no holder knows of (an acquire's outcome is unknown or a"
+        + " release unconfirmed); the next acquire gets a new one, and it lapses once nothing held"
+        + " is on it", Long.toHexString(g.id));
+  }
+
   /** @return whether {@code grant} became the current grant */
   private boolean settleGrant(CompletableFuture<Grant> pending, Grant grant, Throwable failure) {
     boolean first;
@@ -160,18 +196,26 @@ final class Session {
     return first && grant != null;
   }
 
-  /** The periodic keep-alive of the current grant; schedules the next. Runs on the timer thread. */
+  /**
+   * The periodic keep-alive of the current grant and of the retired ones still pinned; schedules
+   * the next. Runs on the timer thread.
+   */
   private void keepAlive() {
-    Grant g;
+    List<Grant> due = new ArrayList<>(1);
     synchronized (lock) {
-      g = current;
-      if (closed || g == null) {
+      // A retired grant nothing pins any more is let go: it lapses in etcd.
+      retired.removeIf(r -> r.dead != null || r.pins.get() <= 0);
+      if (closed || (current == null && retired.isEmpty())) {
         tick = Scheduler.Cancellable.NONE;
         return;
       }
+      if (current != null) {
+        due.add(current);
+      }
+      due.addAll(retired);
       tick = runtime.timers().schedule(this::keepAlive, intervalNanos);
     }
-    send(g);
+    due.forEach(this::send);
   }
 
   /**
@@ -284,14 +328,18 @@ final class Session {
     onDeath.grantDied(g, reason);
   }
 
-  /** Stops keeping alive; returns the grant to revoke, if any. */
-  Grant close() {
+  /** Stops keeping alive; returns the grants to revoke: the current one and the retired ones. */
+  List<Grant> close() {
     synchronized (lock) {
       closed = true;
       tick.cancel();
-      Grant g = current;
+      List<Grant> all = new ArrayList<>(retired);
+      if (current != null) {
+        all.add(0, current);
+      }
       current = null;
-      return g;
+      retired.clear();
+      return all;
     }
   }
 
@@ -335,6 +383,10 @@ final class Session {
     /** Keep-alives failed since the last success, and the last failure's message. */
     volatile int failures;
     volatile String lastFailure;
+    /** Tenures the engine believes in on this grant, plus acquires in flight on it. */
+    final AtomicInteger pins = new AtomicInteger();
+    /** No new acquires on it; kept alive only while pinned. Guarded by Session.lock. */
+    boolean retired;
     boolean inFlight; // guarded by Session.lock
     /** Completes with the outcome of the keep-alive in flight or the next one; guarded by lock. */
     CompletableFuture<Long> outcome = new CompletableFuture<>();
@@ -342,6 +394,19 @@ final class Session {
     Grant(long id, long sentAt) {
       this.id = id;
       this.lastOkSentAt = sentAt;
+    }
+
+    /** Keeps this grant alive, should it be retired, for one more tenure or acquire. */
+    void pin() {
+      pins.incrementAndGet();
+    }
+
+    /** One tenure or acquire less; a retired grant with none left lapses. */
+    void unpin() {
+      if (pins.decrementAndGet() < 0) {
+        pins.incrementAndGet();
+        log.warn("etcd lease {} unpinned more often than pinned; ignored", Long.toHexString(id));
+      }
     }
   }
 }

@@ -10,6 +10,9 @@ import io.etcd.jetcd.options.GetOption;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseLost;
+import io.leasehold.Ticker;
+import io.leasehold.testkit.ExclusivityChecker;
+import io.leasehold.testkit.LossRecorder;
 import io.leasehold.testkit.SuiteSettings;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -19,6 +22,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -173,6 +177,76 @@ class EtcdBackendTest {
       Awaitility.await("the overwrite is reported").atMost(TTL.multipliedBy(3)).until(() -> losses.size() == 1);
       assertThat(losses.get(0).kind()).isEqualTo(LeaseLost.Kind.TAKEN_OVER);
       assertThat(lease.checkAlive()).isFalse();
+    }
+  }
+
+  /**
+   * {@code etcdctl del} of a held record while the holder's watch is silent: the guard keeps the
+   * name from everyone else, the periodic check of held records tells the holder, and its release
+   * (after its handlers ran) frees the name.
+   */
+  @Test
+  void anEtcdctlDelReachesTheHolderWithoutItsWatchAndNobodyElseGetsTheNameBeforeItStopped() throws Exception {
+    try (EtcdBackend holder = connected(cluster.backendUri());
+        EtcdBackend other = connected(cluster.backendUri())) {
+      Lease a = holder.newLease(SuiteSettings.forTtl("deleted-record", "node-1", TTL).build());
+      Lease b = other.newLease(SuiteSettings.forTtl("deleted-record", "node-2", TTL).acquireRetries(3).build());
+      LossRecorder lossesOfA = new LossRecorder(Ticker.system());
+      a.onLost(lossesOfA);
+      assertThat(a.acquire().get(10, TimeUnit.SECONDS)).isTrue();
+      long tokenOfA = a.fencingToken().orElseThrow();
+      assertThat(get(holder.guardKeyOf("deleted-record")).getCreateRevision()).isEqualTo(tokenOfA);
+      holder.silenceWatch();
+
+      admin.getKVClient().delete(bytes(holder.keyOf("deleted-record"))).get(10, TimeUnit.SECONDS);
+      ExclusivityChecker checker = new ExclusivityChecker();
+      AtomicLong acquiredByB = new AtomicLong();
+      Awaitility.await("node-2 acquires")
+          .atMost(TTL.multipliedBy(5))
+          .pollInterval(Duration.ofMillis(50))
+          .until(() -> {
+            checker.sample(a);
+            checker.sample(b);
+            if (b.acquire().get(10, TimeUnit.SECONDS)) {
+              acquiredByB.set(System.nanoTime());
+              return true;
+            }
+            return false;
+          });
+      checker.sample(b);
+      checker.sample(a);
+
+      assertThat(a.checkAlive()).as("node-1's checkAlive() once node-2 holds the lease").isFalse();
+      assertThat(lossesOfA.count()).as("node-1's onLost calls once node-2 holds the lease").isEqualTo(1);
+      assertThat(lossesOfA.first().reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED);
+      assertThat(lossesOfA.first().reason().detail()).contains("periodic check");
+      assertThat(acquiredByB.get() - lossesOfA.first().atNanos()).as("node-1's onLost ran first").isPositive();
+      assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+      checker.assertExclusive();
+      assertThat(get(holder.guardKeyOf("deleted-record")).getCreateRevision())
+          .as("the guard is node-2's now")
+          .isEqualTo(b.fencingToken().orElseThrow());
+    }
+  }
+
+  @Test
+  void acquireWhileHoldingAfterAnEtcdctlDelDoesNotConfirmTheDeletedTenure() throws Exception {
+    try (EtcdBackend backend = connected(cluster.backendUri());
+        Lease lease = backend.newLease(SuiteSettings.forTtl("confirmed", "node-1", TTL).acquireRetries(3).build())) {
+      List<LeaseLost> losses = new CopyOnWriteArrayList<>();
+      lease.onLost(losses::add);
+      assertThat(lease.acquire().get(10, TimeUnit.SECONDS)).isTrue();
+      long token = lease.fencingToken().orElseThrow();
+      backend.silenceWatch();
+
+      admin.getKVClient().delete(bytes(backend.keyOf("confirmed"))).get(10, TimeUnit.SECONDS);
+      // After the loss, acquire() tries afresh; on a loaded machine that may time out: also fine.
+      boolean acquired = lease.acquire().handle((won, error) -> error == null && won).get(10, TimeUnit.SECONDS);
+
+      assertThat(acquired && lease.fencingToken().orElse(0) == token)
+          .as("acquire() confirmed tenure %d although its record was deleted", token)
+          .isFalse();
+      assertThat(losses).extracting(LeaseLost::kind).containsExactly(LeaseLost.Kind.REVOKED);
     }
   }
 

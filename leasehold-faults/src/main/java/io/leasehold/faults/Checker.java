@@ -10,9 +10,12 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * Judges a run from its histories alone; a pure function, so it is tested with hand-made
@@ -21,42 +24,73 @@ import java.util.Set;
  * <p>A tenure counts from {@code start} (acquire() returned true: the store granted it before
  * then) to {@code lastAlive} (a clock read taken just before a checkAlive() that said true: the
  * holder's local safe deadline was still ahead at that instant). Both ends are instants the holder
- * really held the lease by its own rule, so two tenures whose spans intersect mean two holders acted
- * at once. A tenure that no true checkAlive() witnessed has an empty span.
+ * really held the lease by its own rule, so two tenures of one lease whose spans intersect mean two
+ * holders acted at once. A tenure that no true checkAlive() witnessed has an empty span. Every rule
+ * is judged per lease name: tokens only have to grow within one name, and each name has a register
+ * of its own.
  */
 final class Checker {
 
   private Checker() {}
 
   /**
+   * One lease's fenced register after the run.
+   *
+   * @param revision its mod revision (0: absent)
+   * @param token the token in its value (-1: absent)
+   */
+  record Register(long revision, long token) {}
+
+  /**
    * What the core holds after the run, read linearizably once everything was healed.
    *
    * @param keys the keys under the KV prefix
-   * @param registerRevision the register's mod revision (0: absent)
-   * @param registerToken the token in the register's value (-1: absent)
+   * @param registers each lease's register; a lease missing here has an absent register
    */
-  record FinalState(Set<String> keys, long registerRevision, long registerToken) {}
+  record FinalState(Set<String> keys, Map<String, Register> registers) {
+    FinalState {
+      keys = Set.copyOf(keys);
+      registers = Map.copyOf(registers);
+    }
+
+    Register register(String lease) {
+      return registers.getOrDefault(lease, new Register(0, -1));
+    }
+  }
+
+  /**
+   * What the run promised to stay within; a run that left it proves nothing either way.
+   *
+   * @param maxClockDrift the clients' {@code maxClockDrift}: the largest clock-rate error (as a
+   *     fraction) the leases are configured to tolerate
+   */
+  record Bounds(double maxClockDrift) {}
 
   /**
    * Availability after the faults of one type.
    *
    * @param faults how many were injected
-   * @param measured how many were followed by a new tenure before the run ended
-   * @param medianGapMillis median time without a holder after a fault
-   * @param maxGapMillis longest time without a holder after a fault
+   * @param measured how many (fault, lease) pairs were followed by a new tenure before the run ended
+   * @param medianGapMillis median time a lease had no holder after a fault
+   * @param maxGapMillis longest time a lease had no holder after a fault
    */
   record Availability(int faults, int measured, double medianGapMillis, double maxGapMillis) {}
 
   /**
    * The verdict.
    *
-   * @param overlaps tenures of two holders that intersect
-   * @param tokenRegressions tenures whose tokens do not grow with time
+   * @param overlaps tenures of two holders of one lease that intersect
+   * @param tokenRegressions tenures of one lease whose tokens do not grow with time
    * @param staleWrites accepted fenced writes from a stale holder or outside the writer's tenure
    * @param lostWrites acknowledged writes the core no longer has
-   * @param historyErrors histories that are incomplete or unreadable
+   * @param earlyEnds tenures lost before the holder's local safe deadline without an operator's
+   *     delete: the store let go of a live holder
+   * @param historyErrors histories that are incomplete or unreadable, faults that did not take effect
+   * @param outOfBounds faults beyond what the configuration tolerates (a clock skewed past
+   *     maxClockDrift): the run is not a pass even without any other violation
    * @param tenures how many tenures there were
-   * @param handovers how many times the next tenure was another client's
+   * @param handovers how many times the next tenure of a lease was another client's
+   * @param tenuresPerLease tenures of each lease
    * @param accepted fenced writes accepted
    * @param rejected fenced writes the register turned away
    * @param unknown fenced writes without an answer
@@ -68,9 +102,12 @@ final class Checker {
       List<String> tokenRegressions,
       List<String> staleWrites,
       List<String> lostWrites,
+      List<String> earlyEnds,
       List<String> historyErrors,
+      List<String> outOfBounds,
       int tenures,
       int handovers,
+      Map<String, Integer> tenuresPerLease,
       long accepted,
       long rejected,
       long unknown,
@@ -79,7 +116,13 @@ final class Checker {
 
     /** {@return the number of violations of every kind} */
     int violations() {
-      return overlaps.size() + tokenRegressions.size() + staleWrites.size() + lostWrites.size() + historyErrors.size();
+      return overlaps.size() + tokenRegressions.size() + staleWrites.size() + lostWrites.size() + earlyEnds.size()
+          + historyErrors.size() + outOfBounds.size();
+    }
+
+    /** {@return how many faults of every type were injected} */
+    int faults() {
+      return availability.values().stream().mapToInt(Availability::faults).sum();
     }
   }
 
@@ -88,27 +131,64 @@ final class Checker {
    *
    * @param run what was recorded
    * @param end what the core held at the end, or null when it could not be read
+   * @param bounds what the run's configuration tolerates
    * @return the verdict
    */
-  static Result check(Recorded run, FinalState end) {
-    List<Tenure> byStart = new ArrayList<>(run.tenures());
-    byStart.sort(Comparator.comparingLong(Tenure::start));
+  static Result check(Recorded run, FinalState end, Bounds bounds) {
+    Map<String, List<Tenure>> byLease = new TreeMap<>();
+    for (Tenure t : run.tenures()) {
+      byLease.computeIfAbsent(t.lease(), k -> new ArrayList<>()).add(t);
+    }
+    List<String> overlaps = new ArrayList<>();
+    List<String> regressions = new ArrayList<>();
+    int handovers = 0;
+    Map<String, Integer> perLease = new LinkedHashMap<>();
+    Map<String, List<Tenure>> sortedByLease = new TreeMap<>();
+    for (Map.Entry<String, List<Tenure>> e : byLease.entrySet()) {
+      List<Tenure> byStart = new ArrayList<>(e.getValue());
+      byStart.sort(Comparator.comparingLong(Tenure::start));
+      sortedByLease.put(e.getKey(), byStart);
+      overlaps.addAll(overlaps(byStart));
+      regressions.addAll(tokenRegressions(e.getValue()));
+      handovers += handovers(byStart);
+      perLease.put(e.getKey(), byStart.size());
+    }
+    List<String> errors = new ArrayList<>(run.errors());
+    List<String> outOfBounds = new ArrayList<>();
+    for (Fault f : run.faults()) {
+      if (f.type() != FaultType.CLOCK_SKEW) {
+        continue;
+      }
+      if (!"yes".equals(f.detail().get("applied"))) {
+        errors.add("fault " + f.id() + ": the clock skew of " + f.target() + " did not take effect");
+      }
+      String rate = f.detail().get("rate");
+      double r = rate == null ? Double.NaN : Double.parseDouble(rate);
+      if (!(Math.abs(r - 1) <= bounds.maxClockDrift() + 1e-9)) {
+        outOfBounds.add(String.format(Locale.ROOT, "fault %d ran %s's clock at rate %s, beyond maxClockDrift %s:"
+                + " the leases are not configured for that, so this run proves nothing either way",
+            f.id(), f.target(), rate, bounds.maxClockDrift()));
+      }
+    }
     return new Result(
-        overlaps(byStart),
-        tokenRegressions(run.tenures()),
+        overlaps,
+        regressions,
         staleWrites(run.writes(), run.tenures()),
         lostWrites(run, end),
-        List.copyOf(run.errors()),
-        byStart.size(),
-        handovers(byStart),
+        earlyEnds(run, bounds.maxClockDrift()),
+        errors,
+        outOfBounds,
+        run.tenures().size(),
+        handovers,
+        perLease,
         run.writes().stream().filter(w -> w.outcome() == Outcome.ACCEPTED).count(),
         run.writes().stream().filter(w -> w.outcome() == Outcome.REJECTED).count(),
         run.writes().stream().filter(w -> w.outcome() == Outcome.UNKNOWN).count(),
         run.kvs().stream().filter(Kv::acked).count(),
-        availability(run.faults(), byStart));
+        availability(run.faults(), sortedByLease));
   }
 
-  /** Rule 1: sweep by start; a start before the latest lastAlive so far is an overlap. */
+  /** Rule 1, for one lease: sweep by start; a start before the latest lastAlive so far is an overlap. */
   static List<String> overlaps(List<Tenure> byStart) {
     List<String> found = new ArrayList<>();
     Tenure reaching = null;
@@ -117,8 +197,10 @@ final class Checker {
         continue;
       }
       if (reaching != null && t.start() < reaching.lastAlive()) {
-        found.add(String.format("%s (token %d) started %.1f ms before %s (token %d) last saw checkAlive() true",
-            t.client(), t.token(), (reaching.lastAlive() - t.start()) / 1e6, reaching.client(), reaching.token()));
+        found.add(String.format(Locale.ROOT,
+            "%s: %s (token %d) started %.1f ms before %s (token %d, %s) last saw checkAlive() true",
+            t.lease(), t.client(), t.token(), (reaching.lastAlive() - t.start()) / 1e6, reaching.client(),
+            reaching.token(), reaching.reason()));
       }
       if (reaching == null || t.lastAlive() > reaching.lastAlive()) {
         reaching = t;
@@ -128,8 +210,8 @@ final class Checker {
   }
 
   /**
-   * Rule 2: a tenure whose acquire() returned before another's was called must carry the smaller
-   * token; and no token belongs to two tenures.
+   * Rule 2, for one lease: a tenure whose acquire() returned before another's was called must carry
+   * the smaller token; and no token belongs to two tenures.
    */
   static List<String> tokenRegressions(List<Tenure> tenures) {
     List<String> found = new ArrayList<>();
@@ -137,7 +219,8 @@ final class Checker {
     for (Tenure t : tenures) {
       Tenure other = byToken.putIfAbsent(t.token(), t);
       if (other != null) {
-        found.add("token " + t.token() + " was given to two tenures (" + other.client() + ", " + t.client() + ")");
+        found.add(t.lease() + ": token " + t.token() + " was given to two tenures (" + other.client() + ", " + t.client()
+            + ")");
       }
     }
     List<Tenure> byCall = new ArrayList<>(tenures);
@@ -154,7 +237,7 @@ final class Checker {
         }
       }
       if (highest != null && highest.token() >= b.token()) {
-        found.add("token went backwards: " + b.client() + " got " + b.token() + " after " + highest.client()
+        found.add(b.lease() + ": token went backwards: " + b.client() + " got " + b.token() + " after " + highest.client()
             + " had got " + highest.token());
       }
     }
@@ -162,44 +245,51 @@ final class Checker {
   }
 
   /**
-   * Rule 3: accepted writes in revision order carry tokens that never go down, and each lies
-   * inside its writer's tenure (decided between its start and its last true checkAlive()).
+   * Rule 3: per lease, accepted writes in revision order carry tokens that never go down, and each
+   * lies inside its writer's tenure (decided between its start and its last true checkAlive()).
    */
   static List<String> staleWrites(List<Write> writes, List<Tenure> tenures) {
     List<String> found = new ArrayList<>();
-    List<Write> accepted = new ArrayList<>(writes.stream().filter(w -> w.outcome() == Outcome.ACCEPTED).toList());
-    accepted.sort(Comparator.comparingLong(Write::value));
-    Write previous = null;
-    for (Write w : accepted) {
-      if (previous != null && w.value() == previous.value()) {
-        found.add("two writes accepted at revision " + w.value() + ": " + previous.client() + "#" + previous.seq()
-            + " and " + w.client() + "#" + w.seq());
+    Map<String, List<Write>> byLease = new TreeMap<>();
+    for (Write w : writes) {
+      if (w.outcome() == Outcome.ACCEPTED) {
+        byLease.computeIfAbsent(w.lease(), k -> new ArrayList<>()).add(w);
       }
-      if (previous != null && w.token() < previous.token()) {
-        found.add("stale write accepted: " + w.client() + " with token " + w.token() + " at revision " + w.value()
-            + ", after " + previous.client() + " had written token " + previous.token());
-      }
-      previous = w;
     }
     Map<String, Tenure> tenureOf = new HashMap<>();
     for (Tenure t : tenures) {
-      tenureOf.put(t.client() + "/" + t.token(), t);
+      tenureOf.put(t.client() + "/" + t.lease() + "/" + t.token(), t);
     }
-    for (Write w : accepted) {
-      Tenure t = tenureOf.get(w.client() + "/" + w.token());
-      if (t == null) {
-        found.add("accepted write " + w.client() + "#" + w.seq() + " with token " + w.token() + " belongs to no tenure of "
-            + w.client());
-      } else if (w.attempt() < t.start() || w.attempt() > t.lastAlive()) {
-        found.add(String.format("accepted write %s#%d (token %d) was decided %.1f ms outside its tenure",
-            w.client(), w.seq(), w.token(),
-            (w.attempt() < t.start() ? t.start() - w.attempt() : w.attempt() - t.lastAlive()) / 1e6));
+    for (List<Write> accepted : byLease.values()) {
+      accepted.sort(Comparator.comparingLong(Write::value));
+      Write previous = null;
+      for (Write w : accepted) {
+        if (previous != null && w.value() == previous.value()) {
+          found.add(w.lease() + ": two writes accepted at revision " + w.value() + ": " + previous.client() + "#"
+              + previous.seq() + " and " + w.client() + "#" + w.seq());
+        }
+        if (previous != null && w.token() < previous.token()) {
+          found.add(w.lease() + ": stale write accepted: " + w.client() + " with token " + w.token() + " at revision "
+              + w.value() + ", after " + previous.client() + " had written token " + previous.token());
+        }
+        previous = w;
+      }
+      for (Write w : accepted) {
+        Tenure t = tenureOf.get(w.client() + "/" + w.lease() + "/" + w.token());
+        if (t == null) {
+          found.add(w.lease() + ": accepted write " + w.client() + "#" + w.seq() + " with token " + w.token()
+              + " belongs to no tenure of " + w.client());
+        } else if (w.attempt() < t.start() || w.attempt() > t.lastAlive()) {
+          found.add(String.format(Locale.ROOT, "%s: accepted write %s#%d (token %d) was decided %.1f ms outside its tenure",
+              w.lease(), w.client(), w.seq(), w.token(),
+              (w.attempt() < t.start() ? t.start() - w.attempt() : w.attempt() - t.lastAlive()) / 1e6));
+        }
       }
     }
     return found;
   }
 
-  /** Rule 4: every acknowledged key is there, and the register is no older than its last accepted write. */
+  /** Rule 4: every acknowledged key is there, and each register is no older than its last accepted write. */
   static List<String> lostWrites(Recorded run, FinalState end) {
     List<String> found = new ArrayList<>();
     if (end == null) {
@@ -211,16 +301,65 @@ final class Checker {
         found.add("acknowledged write lost: " + kv.key() + " (revision " + kv.revision() + ", by " + kv.client() + ")");
       }
     }
-    run.writes().stream()
-        .filter(w -> w.outcome() == Outcome.ACCEPTED)
-        .max(Comparator.comparingLong(Write::value))
-        .ifPresent(last -> {
-          if (end.registerRevision() < last.value() || end.registerToken() < last.token()) {
-            found.add("register lost its last accepted write: it is at revision " + end.registerRevision()
-                + " token " + end.registerToken() + ", but " + last.client() + "#" + last.seq()
-                + " was accepted at revision " + last.value() + " with token " + last.token());
-          }
-        });
+    Map<String, Write> last = new TreeMap<>();
+    for (Write w : run.writes()) {
+      if (w.outcome() == Outcome.ACCEPTED) {
+        last.merge(w.lease(), w, (a, b) -> a.value() >= b.value() ? a : b);
+      }
+    }
+    for (Write w : last.values()) {
+      Register r = end.register(w.lease());
+      if (r.revision() < w.value() || r.token() < w.token()) {
+        found.add(w.lease() + ": register lost its last accepted write: it is at revision " + r.revision() + " token "
+            + r.token() + ", but " + w.client() + "#" + w.seq() + " was accepted at revision " + w.value()
+            + " with token " + w.token());
+      }
+    }
+    return found;
+  }
+
+  /** How long before a tenure's acquire an operator's delete may still have been on its way. */
+  private static final long DELETE_IN_FLIGHT_NANOS = 10_000_000_000L;
+
+  /** A loss this close to the holder's deadline is the holder's own (timer resolution). */
+  private static final long EARLY_SLACK_NANOS = 10_000_000L;
+
+  /**
+   * Rule 6: a tenure ends (the holder's {@code onLost} runs) no earlier than the holder's own
+   * local safe deadline, unless an operator deleted the lease. The holder computes its deadline
+   * from the send time of its last confirmed renewal and the store must measure expiry from when
+   * it received it, so a loss reported before that deadline — {@code REVOKED}, {@code TAKEN_OVER},
+   * or {@code EXPIRED} because the store expired the session (the core reports its own expiry of a
+   * session that way) — means the store let go of a live holder, even when the holder heard of it
+   * fast enough that no second holder overlapped this time. A loss by the holder's own deadline
+   * comes at or after {@code safeUntil}; the slack covers a client clock that runs fast within the
+   * drift bound ({@code safeUntil} reads the skewed {@code remaining()} as real time) and the
+   * timer's resolution.
+   */
+  static List<String> earlyEnds(Recorded run, double maxClockDrift) {
+    List<String> found = new ArrayList<>();
+    Map<String, Tenure> byKey = new HashMap<>();
+    for (Tenure t : run.tenures()) {
+      byKey.put(t.client() + "/" + t.lease() + "/" + t.token(), t);
+    }
+    for (History.Loss l : run.losses()) {
+      Tenure t = byKey.get(l.client() + "/" + l.lease() + "/" + l.token());
+      if (t == null || t.safeUntil() < 0 || t.lastAlive() < 0) {
+        continue; // nothing known of its deadline
+      }
+      long slack = (long) (2 * maxClockDrift * (t.safeUntil() - t.lastAlive())) + EARLY_SLACK_NANOS;
+      if (t.safeUntil() - l.at() <= slack) {
+        continue; // the deadline had passed (or was as good as passed): the store may let go
+      }
+      boolean deleted = run.faults().stream().anyMatch(f -> f.type() == FaultType.OPERATOR_DELETE
+          && f.target().equals(l.lease()) && f.start() - (t.call() - DELETE_IN_FLIGHT_NANOS) >= 0 && f.start() - l.at() <= 0);
+      if (!deleted) {
+        found.add(String.format(Locale.ROOT,
+            "%s: %s's tenure (token %d) was lost as %s %.1f ms before the holder's safe deadline, and no operator"
+                + " deleted it: the store let go of a live holder", l.lease(), l.client(), l.token(), l.kind(),
+            (t.safeUntil() - l.at()) / 1e6));
+      }
+    }
     return found;
   }
 
@@ -236,51 +375,56 @@ final class Checker {
   }
 
   /**
-   * Rule 5: after each fault, the first moment nobody holds the lease (the fault's start, or the
-   * end of the tenure running then) to the next tenure's start.
+   * Rule 5: after each fault, for each lease, the first moment nobody holds it (the fault's start,
+   * or the end of the tenure running then) to the next tenure's start.
    */
-  static Map<FaultType, Availability> availability(List<Fault> faults, List<Tenure> byStart) {
-    List<long[]> held = new ArrayList<>(); // merged [start, lastAlive] spans
-    for (Tenure t : byStart) {
-      if (!t.witnessed()) {
-        continue;
+  static Map<FaultType, Availability> availability(List<Fault> faults, Map<String, List<Tenure>> byLease) {
+    Map<String, List<long[]>> heldByLease = new TreeMap<>();
+    for (Map.Entry<String, List<Tenure>> e : byLease.entrySet()) {
+      List<long[]> held = new ArrayList<>(); // merged [start, lastAlive] spans
+      for (Tenure t : e.getValue()) {
+        if (!t.witnessed()) {
+          continue;
+        }
+        long[] last = held.isEmpty() ? null : held.get(held.size() - 1);
+        if (last != null && t.start() <= last[1]) {
+          last[1] = Math.max(last[1], t.lastAlive());
+        } else {
+          held.add(new long[] {t.start(), t.lastAlive()});
+        }
       }
-      long[] last = held.isEmpty() ? null : held.get(held.size() - 1);
-      if (last != null && t.start() <= last[1]) {
-        last[1] = Math.max(last[1], t.lastAlive());
-      } else {
-        held.add(new long[] {t.start(), t.lastAlive()});
-      }
+      heldByLease.put(e.getKey(), held);
     }
     Map<FaultType, List<Double>> gaps = new EnumMap<>(FaultType.class);
     Map<FaultType, Integer> counts = new EnumMap<>(FaultType.class);
     for (Fault f : faults) {
       counts.merge(f.type(), 1, Integer::sum);
-      long gapStart = f.start();
-      Long nextStart = null;
-      for (long[] span : held) {
-        if (span[1] < gapStart) {
-          continue;
+      for (List<long[]> held : heldByLease.values()) {
+        long gapStart = f.start();
+        Long nextStart = null;
+        for (long[] span : held) {
+          if (span[1] < gapStart) {
+            continue;
+          }
+          if (span[0] <= gapStart) {
+            gapStart = span[1]; // held when the fault began: the gap opens when that ends
+            continue;
+          }
+          nextStart = span[0];
+          break;
         }
-        if (span[0] <= gapStart) {
-          gapStart = span[1]; // held when the fault began: the gap opens when that ends
-          continue;
+        if (nextStart != null) {
+          gaps.computeIfAbsent(f.type(), k -> new ArrayList<>()).add((nextStart - gapStart) / 1e6);
         }
-        nextStart = span[0];
-        break;
-      }
-      if (nextStart != null) {
-        gaps.computeIfAbsent(f.type(), k -> new ArrayList<>()).add((nextStart - gapStart) / 1e6);
       }
     }
     Map<FaultType, Availability> result = new EnumMap<>(FaultType.class);
     for (Map.Entry<FaultType, Integer> e : counts.entrySet()) {
-      List<Double> g = gaps.getOrDefault(e.getKey(), List.of());
-      List<Double> sorted = g.stream().sorted().toList();
+      List<Double> sorted = gaps.getOrDefault(e.getKey(), List.of()).stream().sorted().toList();
       int n = sorted.size();
       double median = n == 0 ? Double.NaN : (sorted.get((n - 1) / 2) + sorted.get(n / 2)) / 2;
-      double max = sorted.isEmpty() ? Double.NaN : sorted.get(sorted.size() - 1);
-      result.put(e.getKey(), new Availability(e.getValue(), sorted.size(), median, max));
+      double max = n == 0 ? Double.NaN : sorted.get(n - 1);
+      result.put(e.getKey(), new Availability(e.getValue(), n, median, max));
     }
     return result;
   }

@@ -22,31 +22,38 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.OptionalLong;
 import java.util.Random;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
  * One contending client of the fault harness, in a JVM of its own so that the nemesis can freeze
- * it ({@code SIGSTOP}) or cut it off. It loops: acquire the lease; while holding (0.5–2 s, so the
- * lease changes hands often) ask {@code checkAlive()} and, only when it says true, make a fenced
- * write to the register in the core; then release. Beside that, a second thread makes plain
- * key-value writes to unique keys. Every event goes to the history file, one flushed line each
- * (format: {@link History}); the parent reads {@code STATE held|free} on standard output to know
- * who holds. A line {@code stop} on standard input (or its end) ends the client cleanly, with an
- * {@code END} for a tenure it holds.
+ * it ({@code SIGSTOP}), kill it or cut it off. For each lease name it contends for, one thread
+ * loops: acquire the lease; while holding (0.5–2 s, so the lease changes hands often) ask {@code
+ * checkAlive()} and, only when it says true, note it ({@code ALIVE}, flushed) and make a fenced
+ * write to that lease's register in the core; then release. All leases of the process share one
+ * backend, so one session, as an application's leases would (or, with {@code session-per-lease},
+ * each lease has a backend and a session of its own: more sessions for the store to keep). Beside that, a second thread makes
+ * plain key-value writes to unique keys. Every event goes to the history file, one flushed line
+ * each (format: {@link History}); the parent reads {@code STATE lease held|free} on standard output
+ * to know who holds what. A line {@code stop} on standard input (or its end) ends the client
+ * cleanly, with an {@code END} for every tenure it holds.
  *
- * <p>Arguments: {@code id leaseUri coreEndpoints leaseName ttlMillis seed historyFile}, where
- * {@code coreEndpoints} is {@code host:port,...} of the core (through this client's links).
+ * <p>Arguments: {@code id leaseUri coreEndpoints leaseNames ttlMillis seed historyFile
+ * maxClockDrift [session-per-lease]}, where {@code coreEndpoints} is {@code host:port,...} of the core (through this
+ * client's links) and {@code leaseNames} is a comma-separated list.
  */
 public final class ClientMain {
 
-  /** The register key: the protected resource. */
-  static final String REGISTER = "/faults/register";
+  /** Prefix of the register keys, one per lease name: the protected resources. */
+  static final String REGISTER_PREFIX = "/faults/register/";
   /** Prefix of the plain KV writes. */
   static final String KV_PREFIX = "/faults/kv/";
 
@@ -55,17 +62,20 @@ public final class ClientMain {
   private final String id;
   private final PrintWriter history;
   private final CoreClient core;
-  private final Random random;
   private final Duration ttl;
+  private final AtomicLong writeSeq = new AtomicLong();
   private volatile boolean stopping;
-  private long writeSeq;
 
-  private ClientMain(String id, PrintWriter history, CoreClient core, Random random, Duration ttl) {
+  private ClientMain(String id, PrintWriter history, CoreClient core, Duration ttl) {
     this.id = id;
     this.history = history;
     this.core = core;
-    this.random = random;
     this.ttl = ttl;
+  }
+
+  /** {@return the register key of {@code lease}} */
+  static String register(String lease) {
+    return REGISTER_PREFIX + lease;
   }
 
   /**
@@ -78,28 +88,49 @@ public final class ClientMain {
     String id = args[0];
     String leaseUri = args[1];
     String coreEndpoints = args[2];
-    String leaseName = args[3];
+    List<String> leaseNames = List.of(args[3].split(","));
     Duration ttl = Duration.ofMillis(Long.parseLong(args[4]));
-    Random random = new Random(Long.parseLong(args[5]));
+    long seed = Long.parseLong(args[5]);
     Path historyFile = Path.of(args[6]);
+    double maxClockDrift = Double.parseDouble(args[7]);
+    boolean sessionPerLease = args.length > 8 && args[8].equals("session-per-lease");
+    List<LeaseBackend> backends = new ArrayList<>();
     try (PrintWriter history = new PrintWriter(Files.newBufferedWriter(historyFile, StandardCharsets.UTF_8));
-        CoreClient core = new CoreClient(CoreBackendProvider.endpoints("leasehold://" + coreEndpoints), Duration.ofMillis(500));
-        LeaseBackend backend = LeaseBackend.open(leaseUri);
-        Lease lease = backend.newLease(LeaseSettings.builder(leaseName, id).ttl(ttl).build())) {
-      ClientMain client = new ClientMain(id, history, core, random, ttl);
+        CoreClient core = new CoreClient(CoreBackendProvider.endpoints("leasehold://" + coreEndpoints), Duration.ofMillis(500))) {
+      ClientMain client = new ClientMain(id, history, core, ttl);
       Thread stdin = new Thread(client::awaitStop, "stop-reader");
       stdin.setDaemon(true);
       stdin.start();
-      Thread kv = new Thread(client::kvLoop, "kv-writer");
+      Thread kv = new Thread(() -> client.kvLoop(new Random(seed)), "kv-writer");
       kv.setDaemon(true);
       kv.start();
-      client.leaseLoop(lease);
+      List<Thread> loops = new ArrayList<>();
+      for (int i = 0; i < leaseNames.size(); i++) {
+        String name = leaseNames.get(i);
+        if (backends.isEmpty() || sessionPerLease) {
+          backends.add(LeaseBackend.open(leaseUri));
+        }
+        Lease lease = backends.get(backends.size() - 1).newLease(LeaseSettings.builder(name, id).ttl(ttl).maxClockDrift(maxClockDrift).build());
+        Random random = new Random(seed * 31 + i + 1);
+        Thread t = new Thread(() -> client.leaseLoop(name, lease, random), "lease-" + name);
+        t.start();
+        loops.add(t);
+      }
+      for (Thread t : loops) {
+        try {
+          t.join();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
       kv.interrupt();
       try {
         kv.join(5_000);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    } finally {
+      backends.forEach(LeaseBackend::close);
     }
     System.out.println("STOPPED");
     System.out.flush();
@@ -118,9 +149,16 @@ public final class ClientMain {
     stopping = true;
   }
 
-  private void leaseLoop(Lease lease) {
+  private void leaseLoop(String name, Lease lease, Random random) {
     AtomicReference<LeaseLost> lost = new AtomicReference<>();
-    lease.onLost(lost::set);
+    AtomicLong heldToken = new AtomicLong(-1);
+    lease.onLost(l -> {
+      // When the store ended the tenure (REVOKED, TAKEN_OVER), the checker compares this instant
+      // with the safe deadline the holder last knew: a store may end a live tenure only on an
+      // operator's word, never by expiring it before the holder's own deadline.
+      record("LOST " + id + " " + name + " " + heldToken.get() + " " + System.nanoTime() + " " + l.kind());
+      lost.set(l);
+    });
     while (!stopping) {
       long call = System.nanoTime();
       boolean acquired;
@@ -140,18 +178,20 @@ public final class ClientMain {
       }
       OptionalLong token = lease.fencingToken();
       if (token.isEmpty()) {
-        record("EMPTY " + id + " " + call + " " + start); // lost before we could even look
+        record("EMPTY " + id + " " + name + " " + call + " " + start); // lost before we could even look
         continue;
       }
       lost.set(null);
-      hold(lease, token.getAsLong(), call, start, lost);
+      heldToken.set(token.getAsLong());
+      hold(name, lease, token.getAsLong(), call, start, lost, random);
       pause(random.nextInt(300)); // give the others a chance
     }
   }
 
-  private void hold(Lease lease, long token, long call, long start, AtomicReference<LeaseLost> lost) {
-    record("START " + id + " " + token + " " + call + " " + start);
-    state("held");
+  private void hold(String name, Lease lease, long token, long call, long start, AtomicReference<LeaseLost> lost,
+      Random random) {
+    record("START " + id + " " + name + " " + token + " " + call + " " + start);
+    state(name, "held");
     long until = start + TimeUnit.MILLISECONDS.toNanos(500 + random.nextInt(1500));
     long lastAlive = -1;
     String reason;
@@ -173,16 +213,20 @@ public final class ClientMain {
         reason = "released";
         break;
       }
-      fencedWrite(token, now);
+      // Flushed before acting: if this process is killed, its history still shows the last
+      // instant it acted as holder; and the safe deadline it knew then.
+      long safeUntil = System.nanoTime() + lease.remaining().toNanos();
+      record("ALIVE " + id + " " + name + " " + token + " " + now + " " + safeUntil);
+      fencedWrite(name, token, now);
       LockSupport.parkNanos(POLL_NANOS);
     }
-    record("END " + id + " " + token + " " + lastAlive + " " + reason);
-    state("free");
+    record("END " + id + " " + name + " " + token + " " + lastAlive + " " + reason);
+    state(name, "free");
     if (reason.equals("released") || reason.equals("stopped")) {
       try {
         lease.release().get(ttl.toMillis() * 2, TimeUnit.MILLISECONDS);
       } catch (ExecutionException | TimeoutException e) {
-        System.err.println(id + ": release not confirmed (the store lets it expire): " + e);
+        System.err.println(id + ": release of " + name + " not confirmed (the store lets it expire): " + e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -193,13 +237,14 @@ public final class ClientMain {
    * The register defends itself: a write goes in only by compare-and-set on the revision read,
    * and only if its token is at least the token stored.
    */
-  private void fencedWrite(long token, long decided) {
-    long seq = ++writeSeq;
+  private void fencedWrite(String name, long token, long decided) {
+    long seq = writeSeq.incrementAndGet();
+    String key = register(name);
     String outcome;
     try {
       outcome = "UNKNOWN cas-conflicts";
       for (int attempt = 0; attempt < 3; attempt++) {
-        GetResponse read = await(core.<GetResponse>call((s, o) -> s.get(GetRequest.newBuilder().setKey(REGISTER).build(), o)));
+        GetResponse read = await(core.<GetResponse>call((s, o) -> s.get(GetRequest.newBuilder().setKey(key).build(), o)));
         long stored = -1;
         long revision = 0;
         if (read.getKvsCount() > 0) {
@@ -213,7 +258,7 @@ public final class ClientMain {
         }
         CompareAndSetRequest cas = CompareAndSetRequest.newBuilder()
             .setCall(core.newCall())
-            .setKey(REGISTER)
+            .setKey(key)
             .setExpectedModRevision(revision)
             .setValue(ByteString.copyFromUtf8(token + " " + id + " " + seq))
             .build();
@@ -226,10 +271,10 @@ public final class ClientMain {
     } catch (Exception e) {
       outcome = "UNKNOWN " + e.getClass().getSimpleName();
     }
-    record("WRITE " + id + " " + token + " " + seq + " " + decided + " " + System.nanoTime() + " " + outcome);
+    record("WRITE " + id + " " + name + " " + token + " " + seq + " " + decided + " " + System.nanoTime() + " " + outcome);
   }
 
-  private void kvLoop() {
+  private void kvLoop(Random random) {
     long seq = 0;
     while (!stopping && !Thread.currentThread().isInterrupted()) {
       seq++;
@@ -265,12 +310,12 @@ public final class ClientMain {
     history.flush();
   }
 
-  private static void state(String s) {
-    System.out.println("STATE " + s);
+  private static synchronized void state(String lease, String s) {
+    System.out.println("STATE " + lease + " " + s);
     System.out.flush();
   }
 
-  private void pause(long millis) {
+  private static void pause(long millis) {
     LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(millis));
   }
 }

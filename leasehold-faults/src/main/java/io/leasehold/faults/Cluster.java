@@ -1,6 +1,8 @@
 package io.leasehold.faults;
 
 import io.leasehold.client.CoreClient;
+import io.leasehold.core.proto.DeleteRequest;
+import io.leasehold.core.proto.DeleteResponse;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.StatusRequest;
@@ -34,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * cutting {@code ni->nj} and {@code nj->ni} for every {@code i} isolates {@code j} whatever its role.
  * No root needed: all of {@code 127.0.0.0/8} is loopback on Linux.
  */
-final class Cluster implements AutoCloseable {
+final class Cluster implements StoreCluster {
 
   private static final Logger log = LoggerFactory.getLogger(Cluster.class);
   static final int SIZE = 3;
@@ -45,10 +47,12 @@ final class Cluster implements AutoCloseable {
   private final Process[] processes = new Process[SIZE];
   private final List<Link> raftLinks = new ArrayList<>();
   private final CoreClient[] direct = new CoreClient[SIZE];
+  private final Clocks clocks;
 
-  Cluster(Path dir, String classPath) {
+  Cluster(Path dir, String classPath, Clocks clocks) {
     this.dir = dir;
     this.classPath = classPath;
+    this.clocks = clocks;
   }
 
   /** {@return node {@code j}'s id} */
@@ -56,8 +60,23 @@ final class Cluster implements AutoCloseable {
     return "n" + (j + 1);
   }
 
-  /** {@return where node {@code j} really listens for clients} */
-  InetSocketAddress clientAddress(int j) {
+  @Override
+  public String name(int j) {
+    return id(j);
+  }
+
+  @Override
+  public String kind() {
+    return "core";
+  }
+
+  @Override
+  public int size() {
+    return SIZE;
+  }
+
+  @Override
+  public InetSocketAddress clientAddress(int j) {
     return new InetSocketAddress(bindIp(j), ports[j]);
   }
 
@@ -70,7 +89,8 @@ final class Cluster implements AutoCloseable {
   }
 
   /** Picks ports, writes hosts files, opens the Raft links and starts every node. */
-  void start() {
+  @Override
+  public void start() {
     try {
       Files.createDirectories(dir);
       for (int j = 0; j < SIZE; j++) {
@@ -95,67 +115,86 @@ final class Cluster implements AutoCloseable {
       Files.writeString(dir.resolve("peers"), peers, StandardCharsets.UTF_8);
       for (int j = 0; j < SIZE; j++) {
         direct[j] = new CoreClient(List.of(clientAddress(j)), Duration.ofSeconds(2));
-        launch(j);
+        launch(j, true);
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot set up the cluster in " + dir, e);
     }
   }
 
-  private void launch(int j) {
+  /** Starts node {@code j}; {@code bootstrap} on its first start only, which formats its directory. */
+  private void launch(int j, boolean bootstrap) {
     String peers;
     try {
       peers = Files.readString(dir.resolve("peers"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    List<String> cmd = List.of(
+    List<String> cmd = new ArrayList<>(List.of(
         Children.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-        "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath(),
+        "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath()));
+    // The clock agent: the nemesis can make this node's session clock run fast or slow.
+    cmd.addAll(clocks.jvmOptions(id(j), Clocks.LEASEHOLD));
+    cmd.addAll(List.of(
         "-cp", classPath, "io.leasehold.cli.Main", "server",
-        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString());
+        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString()));
+    if (bootstrap) {
+      cmd.add("--bootstrap");
+    }
     processes[j] = Children.start(cmd, dir.resolve(id(j) + ".log"));
     log.info("node {} started (pid {}), clients on {}", id(j), processes[j].pid(), clientAddress(j));
   }
 
   /** {@return whether node {@code j}'s process runs (it may be frozen)} */
-  boolean isUp(int j) {
+  private boolean isUp(int j) {
     return processes[j] != null && processes[j].isAlive();
   }
 
-  /** {@return node j's process} */
-  Process process(int j) {
+  @Override
+  public Process process(int j) {
     return processes[j];
   }
 
-  /** Kills node {@code j} with SIGKILL and waits until it is gone. */
-  void kill(int j) {
+  @Override
+  public void kill(int j) {
     Children.kill(processes[j]);
     processes[j] = null;
   }
 
-  /** Starts node {@code j} again on its data directory. */
-  void restart(int j) {
+  @Override
+  public void restart(int j) {
     if (!isUp(j)) {
-      launch(j);
+      launch(j, false);
     }
   }
 
+  @Override
+  public boolean canIsolate() {
+    return true;
+  }
+
+  @Override
+  public boolean skewable() {
+    return true;
+  }
+
   /** Cuts node {@code j} from the other nodes, both ways. */
-  void cutRaft(int j) {
+  @Override
+  public void cutPeers(int j) {
     for (Link l : raftLinksOf(j)) {
       l.cut();
     }
   }
 
-  /** Undoes {@link #cutRaft(int)}. */
-  void healRaft(int j) {
+  @Override
+  public void healPeers(int j) {
     for (Link l : raftLinksOf(j)) {
       l.heal();
     }
   }
 
-  void healAll() {
+  @Override
+  public void healAll() {
     raftLinks.forEach(Link::healAll);
   }
 
@@ -176,7 +215,8 @@ final class Cluster implements AutoCloseable {
   }
 
   /** {@return the index of the node that names itself leader, if one answers} */
-  Optional<Integer> leader() {
+  @Override
+  public Optional<Integer> leader() {
     for (int j = 0; j < SIZE; j++) {
       if (!isUp(j)) {
         continue;
@@ -199,7 +239,8 @@ final class Cluster implements AutoCloseable {
   }
 
   /** {@return whether node {@code j} answers its Status call} */
-  boolean answers(int j) {
+  @Override
+  public boolean answers(int j) {
     try {
       direct[j].<StatusResponse>call((st, o) -> st.status(StatusRequest.getDefaultInstance(), o)).get(1, TimeUnit.SECONDS);
       return true;
@@ -229,6 +270,45 @@ final class Cluster implements AutoCloseable {
       }
     }
     throw new IllegalStateException("no node answered a read of " + key + ": " + last, last);
+  }
+
+  @Override
+  public String leaseUri(List<Integer> linkPorts, long ttlMillis) {
+    StringBuilder b = new StringBuilder("leasehold://");
+    for (int j = 0; j < linkPorts.size(); j++) {
+      b.append(j == 0 ? "" : ",").append("127.0.0.1:").append(linkPorts.get(j));
+    }
+    return b.toString();
+  }
+
+  @Override
+  public boolean deleteLease(String name) {
+    String key = "/_leasehold/leases/" + name;
+    Exception last = null;
+    // The leader first: a follower would forward it anyway.
+    List<Integer> order = new ArrayList<>();
+    leader().ifPresent(order::add);
+    for (int j = 0; j < SIZE; j++) {
+      if (!order.contains(j)) {
+        order.add(j);
+      }
+    }
+    for (int j : order) {
+      CoreClient c = direct[j];
+      try {
+        DeleteResponse r = c.<DeleteResponse>call((st, o) -> st.delete(DeleteRequest.newBuilder()
+            .setCall(c.newCall()).setKey(key).build(), o)).get(5, TimeUnit.SECONDS);
+        return r.getDeleted();
+      } catch (Exception e) {
+        last = e;
+      }
+    }
+    throw new IllegalStateException("no node answered the delete of " + key + ": " + last, last);
+  }
+
+  @Override
+  public String settings() {
+    return "3 core nodes (leasehold server, -Xmx256m), Raft traffic through cuttable links";
   }
 
   @Override

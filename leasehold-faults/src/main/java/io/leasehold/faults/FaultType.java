@@ -1,15 +1,33 @@
 package io.leasehold.faults;
 
-/** What the nemesis does; one fault at a time, healed before the next. */
+/**
+ * What the nemesis does; one fault at a time, healed before the next. "Node" faults hit a member
+ * of the lease store (the managed core, or a managed etcd or ZooKeeper cluster) or of the core that
+ * holds the registers, whichever the run has.
+ */
 enum FaultType {
-  /** {@code kill -9} of a core node (the leader about half the time), restarted on its data. */
+  /** {@code kill -9} of a node (the leader about half the time), restarted on its data. */
   KILL_NODE,
-  /** {@code SIGSTOP} of a core node, {@code SIGCONT} later. */
+  /** {@code SIGSTOP} of a node for 1.5–2.5 × TTL, {@code SIGCONT} later. */
   PAUSE_NODE,
-  /** {@code SIGSTOP} of the lease holder's process for longer than the TTL. */
-  PAUSE_HOLDER,
-  /** A core node cut off from every other process, both ways. */
+  /** {@code SIGSTOP} of the lease store's leader for 2–3 × TTL, while clients hold leases. */
+  PAUSE_LEADER_LONG,
+  /** A node cut off from every other process, both ways. */
   PARTITION_NODE,
-  /** A client (the holder when there is one) cut off from every node, for longer than the TTL. */
-  PARTITION_CLIENT
+  /** A node cut off from the other nodes only: its clients stay connected to it. */
+  ISOLATE_NODE,
+  /** {@code SIGSTOP} of a lease holder's process for longer than the TTL. */
+  PAUSE_HOLDER,
+  /** A client (a holder when there is one) cut off from every node, for longer than the TTL. */
+  PARTITION_CLIENT,
+  /** {@code kill -9} of a client (a holder when there is one), restarted as a new process. */
+  KILL_CLIENT,
+  /**
+   * An operator deletes a held lease's record in the store (the core's Delete RPC, an etcd key
+   * delete, a ZooKeeper znode delete); half the time while the holder is cut off, so that its
+   * watch is silent and only the store can keep the name from a second holder.
+   */
+  OPERATOR_DELETE,
+  /** The clock of a client or a node runs fast or slow by up to {@code --clock-skew} for a while. */
+  CLOCK_SKEW
 }

@@ -11,15 +11,19 @@ final class Report {
 
   static String text(Harness.Options o, Checker.Result r) {
     StringBuilder b = new StringBuilder();
-    b.append(String.format(Locale.ROOT, "leasehold faults: seed %d, %d clients, ttl %d ms, nemesis %d s, backend %s%n",
-        o.seed(), o.clients(), o.ttl().toMillis(), o.duration().toSeconds(),
-        o.leaseBackend() == null ? "the managed core" : o.leaseBackend()));
+    b.append(String.format(Locale.ROOT, "leasehold faults: seed %d, %d clients, %d leases, ttl %d ms, nemesis %d s, backend %s,"
+        + " maxClockDrift %s, clock skew %s%s%n",
+        o.seed(), o.clients(), o.leases(), o.ttl().toMillis(), o.duration().toSeconds(), o.backendName(),
+        o.maxClockDrift(), o.clockSkew(), o.sessionPerLease() ? ", a session per lease" : ""));
     b.append(String.format(Locale.ROOT, "tenures %d, handovers %d; fenced writes accepted %d, rejected %d, unknown %d;"
         + " acknowledged KV writes %d%n", r.tenures(), r.handovers(), r.accepted(), r.rejected(), r.unknown(), r.ackedKv()));
-    b.append("faults (time without a holder after each: median / max):\n");
+    b.append("tenures per lease:");
+    r.tenuresPerLease().forEach((lease, n) -> b.append(' ').append(lease).append(' ').append(n));
+    b.append('\n');
+    b.append("faults (time a lease had no holder after each: median / max):\n");
     for (Map.Entry<FaultType, Checker.Availability> e : r.availability().entrySet()) {
       Checker.Availability a = e.getValue();
-      b.append(String.format(Locale.ROOT, "  %-16s %3d injected, %3d followed by a new tenure, gap %7.0f / %7.0f ms%n",
+      b.append(String.format(Locale.ROOT, "  %-17s %3d injected, %3d gaps measured, gap %7.0f / %7.0f ms%n",
           e.getKey(), a.faults(), a.measured(), a.medianGapMillis(), a.maxGapMillis()));
     }
     b.append("violations:\n");
@@ -27,7 +31,9 @@ final class Report {
     section(b, "fencing tokens going backwards", r.tokenRegressions());
     section(b, "stale fenced writes accepted", r.staleWrites());
     section(b, "acknowledged writes lost", r.lostWrites());
+    section(b, "live tenures the store ended", r.earlyEnds());
     section(b, "incomplete histories", r.historyErrors());
+    section(b, "outside the configured bounds", r.outOfBounds());
     b.append(r.violations() == 0 ? "OK: no violations\n" : "FAILED: " + r.violations() + " violations\n");
     return b.toString();
   }
@@ -44,11 +50,21 @@ final class Report {
     StringBuilder b = new StringBuilder("{\n");
     b.append("  \"seed\": ").append(o.seed()).append(",\n");
     b.append("  \"clients\": ").append(o.clients()).append(",\n");
+    b.append("  \"leases\": ").append(o.leases()).append(",\n");
+    b.append("  \"maxClockDrift\": ").append(o.maxClockDrift()).append(",\n");
+    b.append("  \"clockSkew\": ").append(o.clockSkew()).append(",\n");
     b.append("  \"ttlMillis\": ").append(o.ttl().toMillis()).append(",\n");
     b.append("  \"durationSeconds\": ").append(o.duration().toSeconds()).append(",\n");
     b.append("  \"leaseBackend\": ").append(o.leaseBackend() == null ? "null" : quote(o.leaseBackend())).append(",\n");
     b.append("  \"tenures\": ").append(r.tenures()).append(",\n");
     b.append("  \"handovers\": ").append(r.handovers()).append(",\n");
+    b.append("  \"tenuresPerLease\": {");
+    String s0 = "";
+    for (Map.Entry<String, Integer> e : r.tenuresPerLease().entrySet()) {
+      b.append(s0).append(quote(e.getKey())).append(": ").append(e.getValue());
+      s0 = ", ";
+    }
+    b.append("},\n");
     b.append("  \"fencedWrites\": {\"accepted\": ").append(r.accepted()).append(", \"rejected\": ").append(r.rejected())
         .append(", \"unknown\": ").append(r.unknown()).append("},\n");
     b.append("  \"ackedKvWrites\": ").append(r.ackedKv()).append(",\n");
@@ -67,7 +83,9 @@ final class Report {
     b.append("    \"tokensBackwards\": ").append(list(r.tokenRegressions())).append(",\n");
     b.append("    \"staleWritesAccepted\": ").append(list(r.staleWrites())).append(",\n");
     b.append("    \"acknowledgedWritesLost\": ").append(list(r.lostWrites())).append(",\n");
-    b.append("    \"incompleteHistories\": ").append(list(r.historyErrors())).append("\n  },\n");
+    b.append("    \"liveTenuresEndedByTheStore\": ").append(list(r.earlyEnds())).append(",\n");
+    b.append("    \"incompleteHistories\": ").append(list(r.historyErrors())).append(",\n");
+    b.append("    \"outsideConfiguredBounds\": ").append(list(r.outOfBounds())).append("\n  },\n");
     b.append("  \"ok\": ").append(r.violations() == 0).append("\n}\n");
     return b.toString();
   }

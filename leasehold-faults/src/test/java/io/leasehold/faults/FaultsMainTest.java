@@ -21,6 +21,11 @@ class FaultsMainTest {
     "--ttl=100ms|--ttl must be between 500ms and 1m; was 100ms",
     "--clients=1|--clients must be between 2 and 16; was 1",
     "--lease-backend=memory:|--lease-backend memory: is a store inside one process",
+    "--lease-backend=consul|--lease-backend must be etcd, zookeeper, core or a backend URI; was 'consul'",
+    "--leases=0|--leases must be between 1 and 16; was 0",
+    "--faults=kill-node,meteor|--faults: 'meteor' is not a fault type; the types are kill-node",
+    "--max-clock-drift=0.7|--max-clock-drift must be between 0 and 0.5; was 0.7",
+    "--clock-skew=-0.1|--clock-skew must be between 0 and 0.5; was -0.1",
   })
   void badOptionsAreRejectedWithStatus2(String option, String message) {
     StringWriter err = new StringWriter();
@@ -29,6 +34,35 @@ class FaultsMainTest {
     cl.setOut(new PrintWriter(new StringWriter()));
     assertThat(cl.execute(option)).isEqualTo(2);
     assertThat(err.toString()).contains(message);
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+    "--runs=0|--runs must be between 1 and 1000; was 0",
+    "--leases=17|--leases must be between 1 and 16; was 17",
+  })
+  void badSoakOptionsAreRejectedWithStatus2(String option, String message) {
+    StringWriter err = new StringWriter();
+    CommandLine cl = new CommandLine(new FaultsMain());
+    cl.setErr(new PrintWriter(err));
+    cl.setOut(new PrintWriter(new StringWriter()));
+    assertThat(cl.execute("soak", option)).isEqualTo(2);
+    assertThat(err.toString()).contains(message);
+  }
+
+  @Test
+  void faultTypesAreNamedInLowerCaseWithDashes() {
+    RunOptions o = new RunOptions();
+    o.duration = "1m";
+    o.clients = 2;
+    o.leases = 1;
+    o.ttl = "2s";
+    o.maxClockDrift = 0.01;
+    o.faults = java.util.Set.of("operator-delete", "PAUSE_LEADER_LONG");
+    CommandLine cl = new CommandLine(new FaultsMain());
+    Harness.Options h = o.toOptions(cl.getCommandSpec(), 1, java.nio.file.Path.of("x"));
+    assertThat(h.faults()).containsExactlyInAnyOrder(FaultType.OPERATOR_DELETE, FaultType.PAUSE_LEADER_LONG);
+    assertThat(h.clockSkew()).isEqualTo(0.01); // defaults to the drift bound
   }
 
   @Test

@@ -28,6 +28,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * names. With a {@link VirtualClock} (see {@link #create(VirtualClock)}) the store and all its
  * connections run on virtual time.
  *
+ * <p>An operator's {@link #revoke} ends a tenure, but the name goes to nobody else until the holder
+ * has stopped: the revoked record stays as a tombstone until the holder releases exactly that
+ * tenure (it does once it heard of the revocation and ran its loss handlers) or until the record
+ * expires, one TTL after its last renewal — the holder's safe window has passed by then.
+ *
  * <pre>{@code
  * VirtualClock clock = new VirtualClock();
  * MemoryLeaseStore store = MemoryLeaseStore.create(clock);
@@ -100,7 +105,7 @@ public final class MemoryLeaseStore {
       long now = ticker.read();
       Entry e = live(leaseName, now, pushes);
       found =
-          e == null
+          e == null || e.revoked
               ? Optional.empty()
               : Optional.of(
                   new StoredLease(
@@ -111,11 +116,12 @@ public final class MemoryLeaseStore {
   }
 
   /**
-   * Deletes a lease record as an operator would, whoever holds it. The holder hears of it at once
-   * if its connection is up (as with a store that pushes events), or at its next renewal.
+   * Revokes a lease record as an operator would, whoever holds it. The holder hears of it at once
+   * if its connection is up (as with a store that pushes events), or at its next renewal; until it
+   * releases that tenure, or its record expires, nobody else can acquire the lease.
    *
    * @param leaseName the lease name
-   * @return whether there was a live record to delete
+   * @return whether there was a live record to revoke
    */
   public boolean revoke(String leaseName) {
     Objects.requireNonNull(leaseName, "leaseName");
@@ -123,9 +129,9 @@ public final class MemoryLeaseStore {
     boolean revoked;
     synchronized (this) {
       Entry e = live(leaseName, ticker.read(), pushes);
-      revoked = e != null;
+      revoked = e != null && !e.revoked;
       if (revoked) {
-        entries.remove(leaseName);
+        e.revoked = true; // a tombstone: it still blocks the name (see the class doc)
         pushes.add(
             e.notice(
                 new LeaseLost(
@@ -148,6 +154,9 @@ public final class MemoryLeaseStore {
       if (e != null
           && (!e.holder.equals(request.holder()) || e.requestId > request.requestId())) {
         // Another holder, or a newer request of this one: this request is a late copy.
+        result = new AcquireResult.HeldElsewhere(e.holder.toString());
+      } else if (e != null && e.revoked && e.requestId == request.requestId()) {
+        // A late copy of the revoked tenure's own request: that tenure does not come back.
         result = new AcquireResult.HeldElsewhere(e.holder.toString());
       } else if (e != null && e.requestId == request.requestId()) {
         e.expiresAt = now + ttl;
@@ -187,6 +196,12 @@ public final class MemoryLeaseStore {
                 LeaseLost.Kind.REVOKED,
                 "tenure " + tenure.token() + " of lease '" + tenure.leaseName()
                     + "' was replaced by tenure " + e.token + " of the same holder");
+      } else if (e.revoked) {
+        result =
+            lost(
+                LeaseLost.Kind.REVOKED,
+                "the record of lease '" + tenure.leaseName() + "' (token " + e.token
+                    + ") was deleted in the store");
       } else {
         e.expiresAt = now + e.ttl;
         result = new RenewResult.Renewed(sentAtNanos);
@@ -255,6 +270,8 @@ public final class MemoryLeaseStore {
     final long ttl;
     final Link origin;
     long expiresAt;
+    /** An operator revoked it: not renewed any more, it blocks the name until released or expired. */
+    boolean revoked;
 
     Entry(HolderId holder, long requestId, long token, long ttl, long expiresAt, Link origin) {
       this.holder = holder;

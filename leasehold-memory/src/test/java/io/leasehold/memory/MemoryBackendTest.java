@@ -118,6 +118,29 @@ class MemoryBackendTest {
   }
 
   /**
+   * Finding 5: the store granted an acquire whose reply came after the engine had given up on it.
+   * Nobody believes they hold that tenure, so the engine gives it back as soon as the late answer
+   * arrives, and another owner gets the lease long before the TTL could have expired it.
+   */
+  @Test
+  void aGrantWhoseReplyCameAfterTheAcquireTimedOutIsGivenBackAtOnce() {
+    Lease a = nodeA.newLease(settings("a").operationTimeout(Duration.ofSeconds(1)).build());
+    Lease b = nodeB.newLease(settings("b").build());
+    nodeA.delayReplies(Duration.ofSeconds(2)); // the request arrives at once, its reply in 2 s
+    CompletableFuture<Boolean> acquired = a.acquire();
+
+    clock.advance(Duration.ofSeconds(1));
+    assertThat(acquired).as("the engine gave up: outcome unknown").isCompletedExceptionally();
+    assertThat(store.lookup("jobs")).as("yet the store granted it").isPresent();
+    clock.advance(Duration.ofSeconds(1)); // the late grant reaches node A
+
+    assertThat(await(b.acquire()))
+        .as("another owner's acquire 2 s into a TTL of " + TTL.toSeconds() + " s")
+        .isTrue();
+    assertThat(a.checkAlive()).isFalse();
+  }
+
+  /**
    * Redisson #2665: at 100% CPU the renewal thread starves while application threads still run.
    * The application must see the lease as lost once the deadline passes, even though no timer
    * told it so.

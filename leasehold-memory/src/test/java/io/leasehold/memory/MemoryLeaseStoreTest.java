@@ -153,4 +153,44 @@ class MemoryLeaseStoreTest {
     assertThat(store.revoke("x")).isFalse();
     assertThat(store.lookup("x")).isEmpty();
   }
+
+  @Test
+  void aRevokedRecordGoesToNobodyElseUntilItsHolderReleasesThatTenure() {
+    long token = token(acquire("x", a, 1));
+    store.revoke("x");
+
+    assertThat(acquire("x", b, 1)).isEqualTo(new AcquireResult.HeldElsewhere(a.toString()));
+    assertThat(acquire("x", a, 1)).as("a late copy of the revoked tenure's request")
+        .isEqualTo(new AcquireResult.HeldElsewhere(a.toString()));
+    assertThat(store.renew(tenure("x", a, 1, token), clock.read()))
+        .isInstanceOfSatisfying(RenewResult.Lost.class, l -> assertThat(l.reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED));
+    store.release(tenure("x", b, 1, token));
+    assertThat(acquire("x", b, 2)).as("after another holder's release").isInstanceOf(AcquireResult.HeldElsewhere.class);
+
+    store.release(tenure("x", a, 1, token));
+
+    assertThat(token(acquire("x", b, 3))).isGreaterThan(token);
+  }
+
+  @Test
+  void aRevokedRecordGoesToNobodyElseUntilItExpiresIfItsHolderNeverAnswers() {
+    acquire("x", a, 1);
+    clock.advance(Duration.ofSeconds(4));
+    store.revoke("x");
+    assertThat(store.renew(tenure("x", a, 1, 1), clock.read())).as("not renewed any more").isInstanceOf(RenewResult.Lost.class);
+
+    clock.advance(Duration.ofSeconds(5)); // 9 s after the last renewal
+    assertThat(acquire("x", b, 1)).isInstanceOf(AcquireResult.HeldElsewhere.class);
+    clock.advance(Duration.ofSeconds(1)); // its TTL has passed
+
+    assertThat(acquire("x", b, 2)).isInstanceOf(AcquireResult.Acquired.class);
+  }
+
+  @Test
+  void theHolderOfARevokedRecordAskingAnewGetsANewTenure() {
+    long token = token(acquire("x", a, 1));
+    store.revoke("x");
+
+    assertThat(token(acquire("x", a, 2))).isGreaterThan(token);
+  }
 }

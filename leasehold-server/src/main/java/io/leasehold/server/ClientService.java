@@ -9,6 +9,10 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
+import io.leasehold.core.proto.BatchOp;
+import io.leasehold.core.proto.BatchRequest;
+import io.leasehold.core.proto.BatchResponse;
+import io.leasehold.core.proto.BatchResult;
 import io.leasehold.core.proto.CompareAndSetRequest;
 import io.leasehold.core.proto.CompareAndSetResponse;
 import io.leasehold.core.proto.DeleteRequest;
@@ -21,6 +25,7 @@ import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.NodeStatus;
+import io.leasehold.core.proto.OpError;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
 import io.leasehold.core.proto.ReleaseRequest;
@@ -37,9 +42,11 @@ import io.leasehold.server.state.Failure;
 import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -60,6 +67,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   static final int MAX_LEASE_NAME_CHARS = 256;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
   static final int MAX_WATCHED_SESSIONS = 1000;
+  static final int MAX_BATCH_OPS = 1024;
 
   private final RaftGateway raft;
   private final WatchHub watches;
@@ -73,61 +81,147 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void grant(GrantRequest request, StreamObserver<GrantResponse> out) {
-    if (request.getTtlMillis() < MIN_TTL_MILLIS || request.getTtlMillis() > MAX_TTL_MILLIS) {
-      invalid(out, "ttl_millis must be between " + MIN_TTL_MILLIS + " and " + MAX_TTL_MILLIS + "; was " + request.getTtlMillis());
-      return;
-    }
-    write(Command.newBuilder().setGrant(request).build(), GrantResponse.parser(), out);
+    writeChecked(Command.newBuilder().setGrant(request).build(), GrantResponse.parser(), out);
   }
 
   @Override
   public void revoke(RevokeRequest request, StreamObserver<RevokeResponse> out) {
-    write(Command.newBuilder().setRevoke(request).build(), RevokeResponse.parser(), out);
+    writeChecked(Command.newBuilder().setRevoke(request).build(), RevokeResponse.parser(), out);
   }
 
   @Override
   public void put(PutRequest request, StreamObserver<PutResponse> out) {
-    if (checkWritableKey(request.getKey(), out) && checkValue(request.getValue().size(), out)) {
-      write(Command.newBuilder().setPut(request).build(), PutResponse.parser(), out);
-    }
+    writeChecked(Command.newBuilder().setPut(request).build(), PutResponse.parser(), out);
   }
 
   @Override
   public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
-    // Deleting a named lease's key is allowed: it is how an operator revokes a lease.
-    if (checkKey(request.getKey(), out)) {
-      write(Command.newBuilder().setDelete(request).build(), DeleteResponse.parser(), out);
-    }
+    writeChecked(Command.newBuilder().setDelete(request).build(), DeleteResponse.parser(), out);
   }
 
   @Override
   public void compareAndSet(CompareAndSetRequest request, StreamObserver<CompareAndSetResponse> out) {
-    if (checkWritableKey(request.getKey(), out) && checkValue(request.getValue().size(), out)) {
-      write(Command.newBuilder().setCompareAndSet(request).build(), CompareAndSetResponse.parser(), out);
-    }
+    writeChecked(Command.newBuilder().setCompareAndSet(request).build(), CompareAndSetResponse.parser(), out);
   }
 
   @Override
   public void acquire(AcquireRequest request, StreamObserver<AcquireResponse> out) {
-    if (checkLeaseName(request.getName(), out)
-        && checkNonEmpty("holder", request.getHolder(), out)
-        && checkPositive("session_id", request.getSessionId(), out)) {
-      write(Command.newBuilder().setAcquire(request).build(), AcquireResponse.parser(), out);
-    }
+    writeChecked(Command.newBuilder().setAcquire(request).build(), AcquireResponse.parser(), out);
   }
 
   @Override
   public void release(ReleaseRequest request, StreamObserver<ReleaseResponse> out) {
-    if (checkLeaseName(request.getName(), out)
-        && checkNonEmpty("holder", request.getHolder(), out)
-        && checkPositive("token", request.getToken(), out)) {
-      write(Command.newBuilder().setRelease(request).build(), ReleaseResponse.parser(), out);
+    writeChecked(Command.newBuilder().setRelease(request).build(), ReleaseResponse.parser(), out);
+  }
+
+  @Override
+  public void batch(BatchRequest request, StreamObserver<BatchResponse> out) {
+    int count = request.getOpsCount();
+    if (count == 0 || count > MAX_BATCH_OPS) {
+      invalid(out, "ops must hold 1 to " + MAX_BATCH_OPS + " writes; was " + count);
+      return;
+    }
+    BatchResult[] results = new BatchResult[count];
+    AtomicInteger outstanding = new AtomicInteger(count);
+    for (int i = 0; i < count; i++) {
+      int at = i;
+      Command command = command(request.getOps(i));
+      String problem = command == null ? "ops[" + i + "] names no write" : problem(command);
+      CompletableFuture<BatchResult> result =
+          problem != null
+              ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
+              : raft.write(command).handle(ClientService::result);
+      result.thenAccept(
+          r -> {
+            results[at] = r;
+            if (outstanding.decrementAndGet() == 0) {
+              out.onNext(BatchResponse.newBuilder().addAllResults(Arrays.asList(results)).build());
+              out.onCompleted();
+            }
+          });
+    }
+  }
+
+  /** {@return the log command a batch op stands for; null when the op names none} */
+  private static Command command(BatchOp op) {
+    Command.Builder c = Command.newBuilder();
+    switch (op.getKindCase()) {
+      case GRANT -> c.setGrant(op.getGrant());
+      case REVOKE -> c.setRevoke(op.getRevoke());
+      case PUT -> c.setPut(op.getPut());
+      case DELETE -> c.setDelete(op.getDelete());
+      case COMPARE_AND_SET -> c.setCompareAndSet(op.getCompareAndSet());
+      case ACQUIRE -> c.setAcquire(op.getAcquire());
+      case RELEASE -> c.setRelease(op.getRelease());
+      default -> {
+        return null;
+      }
+    }
+    return c.build();
+  }
+
+  /** What a batch op's write answers: the response bytes, or the status its unary call ends with. */
+  private static BatchResult result(Reply reply, Throwable error) {
+    if (error != null) {
+      StatusRuntimeException e = unavailable("the write was not confirmed by the cluster", error);
+      return error(Status.Code.UNAVAILABLE, e.getStatus().getDescription());
+    }
+    if (reply.hasFailure()) {
+      Failure f = reply.getFailure();
+      return error(failureStatus(f).getCode(), f.getMessage());
+    }
+    return BatchResult.newBuilder().setResponse(reply.getOk()).build();
+  }
+
+  private static BatchResult error(Status.Code code, String message) {
+    return BatchResult.newBuilder()
+        .setError(OpError.newBuilder().setCode(code.value()).setMessage(message == null ? "" : message))
+        .build();
+  }
+
+  /**
+   * {@return why a write must be refused before it reaches the log (the field and its allowed
+   * range), or null when it may go}
+   */
+  static String problem(Command command) {
+    switch (command.getKindCase()) {
+      case GRANT: {
+        long ttl = command.getGrant().getTtlMillis();
+        return ttl < MIN_TTL_MILLIS || ttl > MAX_TTL_MILLIS
+            ? "ttl_millis must be between " + MIN_TTL_MILLIS + " and " + MAX_TTL_MILLIS + "; was " + ttl
+            : null;
+      }
+      case PUT:
+        return firstOf(writableKeyProblem(command.getPut().getKey()), valueProblem(command.getPut().getValue().size()));
+      case DELETE:
+        // Deleting a named lease's key is allowed: it is how an operator revokes a lease.
+        return keyProblem(command.getDelete().getKey());
+      case COMPARE_AND_SET:
+        return firstOf(
+            writableKeyProblem(command.getCompareAndSet().getKey()),
+            valueProblem(command.getCompareAndSet().getValue().size()));
+      case ACQUIRE: {
+        AcquireRequest a = command.getAcquire();
+        return firstOf(
+            leaseNameProblem(a.getName()),
+            nonEmptyProblem("holder", a.getHolder()),
+            positiveProblem("session_id", a.getSessionId()));
+      }
+      case RELEASE: {
+        ReleaseRequest r = command.getRelease();
+        return firstOf(
+            leaseNameProblem(r.getName()), nonEmptyProblem("holder", r.getHolder()), positiveProblem("token", r.getToken()));
+      }
+      default:
+        return null;
     }
   }
 
   @Override
   public void get(GetRequest request, StreamObserver<GetResponse> out) {
-    if (!request.getPrefix() && !checkKey(request.getKey(), out)) {
+    String problem = request.getPrefix() ? null : keyProblem(request.getKey());
+    if (problem != null) {
+      invalid(out, problem);
       return;
     }
     read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), out);
@@ -211,6 +305,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   public void status(StatusRequest request, StreamObserver<StatusResponse> out) {
     StatusResponse.Builder response = StatusResponse.newBuilder().addNodes(nodeStatus.get());
     response.setLeaderId(response.getNodes(0).getRole().equals("LEADER") ? response.getNodes(0).getId() : "");
+    if (request.getNodeOnly()) {
+      out.onNext(response.build());
+      out.onCompleted();
+      return;
+    }
     // A node without a leader still answers for itself, promptly, with the counts marked unknown.
     raft.read(Query.newBuilder().setCounts(Counts.getDefaultInstance()).build())
         .completeOnTimeout(null, STATUS_COUNTS_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS)
@@ -236,6 +335,25 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   // ---- plumbing ----
 
+  /** Refuses a write that fails its checks; otherwise sends it through the log. */
+  private <T extends MessageLite> void writeChecked(Command command, Parser<T> parser, StreamObserver<T> out) {
+    String problem = problem(command);
+    if (problem != null) {
+      invalid(out, problem);
+      return;
+    }
+    write(command, parser, out);
+  }
+
+  private static Status failureStatus(Failure f) {
+    return switch (f.getCode()) {
+      case SESSION_NOT_FOUND -> Status.NOT_FOUND;
+      // Not applied now, outcome of earlier copies unknown: the client may retry.
+      case TOO_LATE -> Status.DEADLINE_EXCEEDED;
+      default -> Status.FAILED_PRECONDITION;
+    };
+  }
+
   private <T extends MessageLite> void write(Command command, Parser<T> parser, StreamObserver<T> out) {
     CompletableFuture<Reply> reply = raft.write(command);
     reply.whenComplete(
@@ -246,9 +364,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           }
           if (r.hasFailure()) {
             Failure f = r.getFailure();
-            Status status =
-                f.getCode() == Failure.Code.SESSION_NOT_FOUND ? Status.NOT_FOUND : Status.FAILED_PRECONDITION;
-            out.onError(status.withDescription(f.getMessage()).asException());
+            out.onError(failureStatus(f).withDescription(f.getMessage()).asException());
             return;
           }
           try {
@@ -285,57 +401,47 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         .asRuntimeException();
   }
 
-  private static boolean checkKey(String key, StreamObserver<?> out) {
+  private static String keyProblem(String key) {
     int bytes = key.getBytes(StandardCharsets.UTF_8).length;
-    if (bytes == 0 || bytes > MAX_KEY_BYTES) {
-      invalid(out, "key must be 1 to " + MAX_KEY_BYTES + " bytes of UTF-8; was " + bytes + " bytes");
-      return false;
-    }
-    return true;
+    return bytes == 0 || bytes > MAX_KEY_BYTES
+        ? "key must be 1 to " + MAX_KEY_BYTES + " bytes of UTF-8; was " + bytes + " bytes"
+        : null;
   }
 
-  private static boolean checkWritableKey(String key, StreamObserver<?> out) {
-    if (!checkKey(key, out)) {
-      return false;
+  private static String writableKeyProblem(String key) {
+    String problem = keyProblem(key);
+    if (problem == null && key.startsWith(CoreState.RESERVED_PREFIX)) {
+      return "key must not start with the reserved prefix " + CoreState.RESERVED_PREFIX
+          + " (named leases live there; use Acquire and Release); was \"" + key + "\"";
     }
-    if (key.startsWith(CoreState.RESERVED_PREFIX)) {
-      invalid(out, "key must not start with the reserved prefix " + CoreState.RESERVED_PREFIX
-          + " (named leases live there; use Acquire and Release); was \"" + key + "\"");
-      return false;
-    }
-    return true;
+    return problem;
   }
 
-  private static boolean checkValue(int bytes, StreamObserver<?> out) {
-    if (bytes > MAX_VALUE_BYTES) {
-      invalid(out, "value must be at most " + MAX_VALUE_BYTES + " bytes; was " + bytes);
-      return false;
-    }
-    return true;
+  private static String valueProblem(int bytes) {
+    return bytes > MAX_VALUE_BYTES ? "value must be at most " + MAX_VALUE_BYTES + " bytes; was " + bytes : null;
   }
 
-  private static boolean checkLeaseName(String name, StreamObserver<?> out) {
-    if (name.isEmpty() || name.length() > MAX_LEASE_NAME_CHARS) {
-      invalid(out, "name must be 1 to " + MAX_LEASE_NAME_CHARS + " characters; was " + name.length());
-      return false;
-    }
-    return true;
+  private static String leaseNameProblem(String name) {
+    return name.isEmpty() || name.length() > MAX_LEASE_NAME_CHARS
+        ? "name must be 1 to " + MAX_LEASE_NAME_CHARS + " characters; was " + name.length()
+        : null;
   }
 
-  private static boolean checkNonEmpty(String field, String value, StreamObserver<?> out) {
-    if (value.isEmpty()) {
-      invalid(out, field + " must not be empty");
-      return false;
-    }
-    return true;
+  private static String nonEmptyProblem(String field, String value) {
+    return value.isEmpty() ? field + " must not be empty" : null;
   }
 
-  private static boolean checkPositive(String field, long value, StreamObserver<?> out) {
-    if (value <= 0) {
-      invalid(out, field + " must be a positive number; was " + value);
-      return false;
+  private static String positiveProblem(String field, long value) {
+    return value <= 0 ? field + " must be a positive number; was " + value : null;
+  }
+
+  private static String firstOf(String... problems) {
+    for (String p : problems) {
+      if (p != null) {
+        return p;
+      }
     }
-    return true;
+    return null;
   }
 
   private static void invalid(StreamObserver<?> out, String message) {

@@ -6,8 +6,6 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
-import io.leasehold.server.state.Command;
-import io.leasehold.server.state.Expire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -16,10 +14,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -33,7 +29,6 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.rpc.SupportedRpcType;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
@@ -65,22 +60,34 @@ public final class CoreNode implements AutoCloseable {
   /** How long one request inside Ratis may take before it is failed (and retried by the caller). */
   static final Duration RATIS_REQUEST_TIMEOUT = Duration.ofSeconds(3);
 
+  /** The leader lease lasts this part of the shortest election timeout (Ratis's default). */
+  static final double LEADER_LEASE_RATIO = 0.9;
+
+  /** How long a starting node waits for another node to tell its settings (one that hangs). */
+  static final Duration START_CHECK_TIMEOUT = Duration.ofSeconds(3);
+
   private final NodeConfig config;
+  private final PeerSettings peerSettings;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
+  private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine =
-      new LeaseStateMachine(keeper, watches, () -> leaderReady.complete(null));
-  private final Set<Long> expiring = ConcurrentHashMap.newKeySet();
+      new LeaseStateMachine(keeper, watches, clusterClock, () -> leaderReady.complete(null), c -> this.gateway.writeLocally(c));
+  private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
   private RaftClient raftClient;
   private RaftGateway gateway;
   private Server grpcServer;
 
-  private CoreNode(NodeConfig config) {
+  private CoreNode(NodeConfig config, PeerSettings peerSettings) {
     this.config = config;
+    this.peerSettings = peerSettings;
+    this.sessionExpiry =
+        new SessionExpiry(
+            config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -91,17 +98,32 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /**
-   * Starts a node: recovers its data directory (or creates it), joins the cluster, and serves
-   * clients on its client port.
+   * Starts a node: formats its data directory or recovers it, as {@link NodeConfig#startMode()}
+   * says, joins the cluster, and serves clients on its client port.
+   *
+   * <p>Before anything is written it refuses to start (nothing created or changed) when the data
+   * directory does not fit the start mode — {@link NodeConfig.StartMode#RECOVER} on a directory
+   * that is missing or empty or holds a storage without its metadata; {@link
+   * NodeConfig.StartMode#BOOTSTRAP} on one that is not empty — or when another node that answers
+   * on its client port runs with another election timeout.
    *
    * @param config the node's configuration
    * @return the running node
+   * @throws StartRefusedException if starting would lose data or break the leader lease
    * @throws UncheckedIOException if a port is taken or the data directory is unusable
    */
   public static CoreNode start(NodeConfig config) {
-    CoreNode node = new CoreNode(config);
+    boolean format = DataDir.checkFormat(config);
+    PeerSettings peerSettings = new PeerSettings(config);
     try {
-      node.startAll();
+      peerSettings.refuseStartIfAnyDisagrees(START_CHECK_TIMEOUT);
+    } catch (RuntimeException e) {
+      peerSettings.close();
+      throw e;
+    }
+    CoreNode node = new CoreNode(config, peerSettings);
+    try {
+      node.startAll(format);
       return node;
     } catch (IOException | RuntimeException e) {
       node.close();
@@ -112,20 +134,20 @@ public final class CoreNode implements AutoCloseable {
     }
   }
 
-  private void startAll() throws IOException {
+  private void startAll(boolean format) throws IOException {
     Peer self = config.selfPeer();
     Files.createDirectories(config.dataDir());
     RaftGroup group = RaftGroup.valueOf(GROUP_ID, raftPeers(config.peers()));
     RaftProperties properties = properties(self);
-    boolean existing = Files.isDirectory(config.dataDir().resolve(GROUP_ID.getUuid().toString()));
     raftServer =
         RaftServer.newBuilder()
             .setServerId(RaftPeerId.valueOf(self.id()))
             .setGroup(group)
             .setProperties(properties)
             .setStateMachine(stateMachine)
-            // Format only a new directory; never wipe an existing one.
-            .setOption(existing ? RaftStorage.StartupOption.RECOVER : RaftStorage.StartupOption.FORMAT)
+            // DataDir decided: FORMAT only a new node's empty directory. RECOVER on a storage that
+            // DataDir found intact (Ratis would format a missing or empty one by itself).
+            .setOption(format ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
             .build();
     raftServer.start();
     raftClient =
@@ -133,10 +155,8 @@ public final class CoreNode implements AutoCloseable {
             .setProperties(clientProperties())
             .setRaftGroup(group)
             .setClientId(ClientId.randomId())
-            // Ratis's default retries forever without sleeping; a client call has a deadline anyway.
-            .setRetryPolicy(
-                RetryPolicies.retryUpToMaximumCountWithFixedSleep(
-                    30, TimeDuration.valueOf(100, TimeUnit.MILLISECONDS)))
+            // Bounded in time, so that deduplication can be (see RaftGateway).
+            .setRetryPolicy(RaftGateway.forwardRetryPolicy())
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     grpcServer =
@@ -146,10 +166,12 @@ public final class CoreNode implements AutoCloseable {
                     new ClientService(gateway, watches, this::nodeStatus), new LeaderHint(this::leaderElsewhere)))
             .build()
             .start();
+    // From now on a node found with another election timeout stops this node's reads.
+    peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({})",
-        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), existing ? "recovered" : "new");
+        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered");
   }
 
   private RaftProperties properties(Peer self) {
@@ -169,6 +191,13 @@ public final class CoreNode implements AutoCloseable {
     // on a 3-node loopback cluster). Bounded clock drift is what every lease here assumes anyway;
     // a new leader still re-arms every session to a full TTL.
     RaftServerConfigKeys.Read.setLeaderLeaseEnabled(p, true);
+    // The lease is safe because a follower refuses to pre-vote for another candidate until its
+    // own shortest election timeout has passed since it last heard the leader, and the lease ends
+    // at 90% of the leader's (Ratis's default ratio; see docs/core.md for the drift this allows).
+    // Both hold only with pre-vote on (Ratis's default, set here so that it stays) and with the
+    // same election timeout on every node, which PeerSettings checks.
+    RaftServerConfigKeys.LeaderElection.setPreVote(p, true);
+    RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(p, LEADER_LEASE_RATIO);
     RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
     RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, config.snapshotEvery());
     RaftServerConfigKeys.Snapshot.setRetentionFileNum(p, 2);
@@ -177,7 +206,20 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(p, true);
     RaftServerConfigKeys.Log.setPurgeGap(p, (int) Math.min(config.snapshotEvery(), 1024));
     RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(config.logSegmentBytes()));
+    tuneLog(p);
     return p;
+  }
+
+  /**
+   * Log settings that cost throughput without adding safety. Durability is untouched: every entry
+   * is fsynced before it counts towards a commit (never async or unsafe flush).
+   */
+  private static void tuneLog(RaftProperties p) {
+    // The commit index is volatile state in Raft; Ratis would otherwise append (and replicate and
+    // fsync) a metadata entry each time it advances, which doubles the log writes under load.
+    RaftServerConfigKeys.Log.setLogMetadataEnabled(p, false);
+    // A follower would chain every append behind the previous one's future (RATIS-2235).
+    RaftServerConfigKeys.Log.setAppendEntriesComposeEnabled(p, false);
   }
 
   private static RaftProperties clientProperties() {
@@ -202,32 +244,49 @@ public final class CoreNode implements AutoCloseable {
         .toList();
   }
 
-  /** The leader ends sessions whose deadline passed, through the log so that every replica does. */
+  /**
+   * The leader re-arms sessions when it takes over and ends those whose deadline passed, through
+   * the log so that every replica does; decisions are stamped with the term in which this node
+   * led and are never forwarded (see {@link SessionExpiry}).
+   */
   private void expireSessions() {
     try {
-      DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
-      if (!info.isLeader() || !info.isLeaderReady()) {
-        return;
-      }
-      for (long sessionId : keeper.expired()) {
-        if (!expiring.add(sessionId)) {
-          continue; // already on its way through the log
-        }
-        log.info("node {}: session {} expired; deleting it and its keys", config.self(), sessionId);
-        Command expire =
-            Command.newBuilder()
-                .setExpire(Expire.newBuilder().setSessionId(sessionId).setTerm(info.getCurrentTerm()))
-                .build();
-        gateway.write(expire).whenComplete((reply, error) -> {
-          expiring.remove(sessionId);
-          if (error != null) {
-            log.warn("node {}: expiring session {} did not commit (will retry): {}", config.self(), sessionId, error.toString());
-          }
-        });
-      }
-    } catch (IOException | RuntimeException e) {
+      sessionExpiry.tick();
+    } catch (RuntimeException e) {
       log.warn("node {}: expiry check failed; will retry", config.self(), e);
     }
+  }
+
+  /** This node's leadership, as its Raft division reports it. */
+  private final class DivisionLeadership implements SessionExpiry.Leadership {
+    @Override
+    public boolean isReadyLeader() {
+      try {
+        DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
+        return info.isLeader() && info.isLeaderReady();
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    @Override
+    public long currentTerm() {
+      try {
+        return raftServer.getDivision(GROUP_ID).getInfo().getCurrentTerm();
+      } catch (IOException e) {
+        return -1; // not in the group: never equal to a term read before
+      }
+    }
+  }
+
+  /** {@return this node's session deadlines, for tests} */
+  SessionKeeper sessionKeeper() {
+    return keeper;
+  }
+
+  /** {@return the expiry loop, for tests} */
+  SessionExpiry sessionExpiry() {
+    return sessionExpiry;
   }
 
   /** {@return the leader's client endpoint, or empty when this node leads or knows no leader} */
@@ -245,7 +304,12 @@ public final class CoreNode implements AutoCloseable {
   }
 
   private NodeStatus nodeStatus() {
-    NodeStatus.Builder status = NodeStatus.newBuilder().setId(config.self()).setAddress(config.selfPeer().clientEndpoint());
+    NodeStatus.Builder status =
+        NodeStatus.newBuilder()
+            .setId(config.self())
+            .setAddress(config.selfPeer().clientEndpoint())
+            .setElectionTimeoutMs(config.electionTimeout().toMillis())
+            .setSettingsMismatch(peerSettings.problem().orElse(""));
     try {
       DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
       return status
@@ -324,9 +388,11 @@ public final class CoreNode implements AutoCloseable {
   @Override
   public void close() {
     expiry.shutdownNow();
+    peerSettings.close();
     if (grpcServer != null) {
       grpcServer.shutdownNow();
     }
+    closeQuietly(gateway);
     closeQuietly(raftClient);
     closeQuietly(raftServer);
     log.info("node {} stopped", config.self());

@@ -14,6 +14,7 @@ import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
+import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
@@ -21,10 +22,14 @@ import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Counts;
 import io.leasehold.server.state.Failure;
+import io.leasehold.server.state.Heard;
+import io.leasehold.server.state.Hole;
+import io.leasehold.server.state.Quiet;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SessionRecord;
 import io.leasehold.server.state.SnapshotBody;
@@ -50,6 +55,35 @@ import java.util.TreeSet;
  * replies and the same events on every replica (ordered maps and sets only, no clock, no
  * randomness). Thread-safe: commands apply one at a time while reads run concurrently.
  *
+ * <p><b>Time.</b> Every entry carries a stamp of cluster time, set by the leader that appended it
+ * (see {@link ClusterClock}); the state's clock is the greatest stamp applied. So every replica
+ * reads the same time at the same entry, and that time never runs ahead of real time.
+ *
+ * <p><b>Retried writes are applied once</b>, for as long as a copy can still arrive. Each write
+ * carries its client's id and a call id that the client increases per call. Per client the state
+ * keeps the highest call id applied, the lower ids not applied yet ("holes": calls overtaken by
+ * later ones, at most {@value #MAX_HOLES_PER_CLIENT}, each for {@value #DEDUP_WINDOW_MILLIS} ms),
+ * and the replies of its last {@value #REPLIES_KEPT_PER_CLIENT} calls. A copy of an applied call
+ * is answered from its reply if that is still kept, and refused ({@code TOO_LATE}) otherwise; it
+ * is never applied again, however many calls came in between. A client is forgotten {@value
+ * #DEDUP_WINDOW_MILLIS} ms of cluster time after its last write: by then no copy of its calls can
+ * still arrive, because a copy that reaches the log more than {@value #MAX_CALL_DELAY_MILLIS} ms
+ * after the node received it is refused, and a client retries for much less than the difference.
+ *
+ * <p><b>Quiet sessions.</b> A new leader cannot know when its predecessor last confirmed each
+ * session, so it gives every session a full TTL, and marks them all quiet since its start (a
+ * {@code Quiet} entry). A quiet session's next keep-alive first writes a {@code Heard} entry. A
+ * later leader counts a session's TTL from when it became quiet, in cluster time, so repeated
+ * elections no longer keep a dead holder's session alive forever.
+ * <p><b>Revocation.</b> An operator's {@code Delete} of a held lease's key does not free the name:
+ * the key goes (watchers see the delete), but a tombstone of the tenure stays attached to the
+ * holder's session and blocks the name for everyone else until the holder releases exactly that
+ * tenure (it learned of the revocation, from its watch or from its keep-alive replies, which list
+ * the tombstones of the sessions they name, and stopped) or the session ends — by expiry one TTL
+ * after the last keep-alive, exactly the holder's safe window. An operator's {@code Revoke} of a
+ * session likewise frees nothing at once: the session is no longer kept alive and expires. There is
+ * no clock here: every "until" is a log entry (a release, an expiry).
+ *
  * <p>Retried writes are applied once: each write carries its client's id and a call id, and the
  * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
  * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
@@ -63,17 +97,42 @@ final class CoreState {
   static final String RESERVED_PREFIX = "/_leasehold/";
 
   static final int REPLIES_KEPT_PER_CLIENT = 64;
-  static final long CLIENT_RETENTION_ENTRIES = 1_000_000;
+
+  /** How long (cluster time) a client's calls are recognised after its last write. */
+  static final long DEDUP_WINDOW_MILLIS = 5 * 60_000;
+
+  /** Calls of one client that may be overtaken by later ones and still be applied. */
+  static final int MAX_HOLES_PER_CLIENT = 1024;
+
+  /**
+   * The longest a copy of a call may take from the node that took it from the client to the
+   * leader's log. A node forwards for at most {@link RaftGateway#FORWARD_WINDOW} after receiving
+   * a call; the rest is room for the network and for the nodes' estimates of cluster time.
+   */
+  static final long MAX_CALL_DELAY_MILLIS = 30_000;
 
   /** Snapshot file header: magic bytes, then the format number. */
   private static final int SNAPSHOT_MAGIC = 0x4C48534E; // "LHSN"
 
-  static final int SNAPSHOT_FORMAT = 1;
+  static final int SNAPSHOT_FORMAT = 2;
+
+  /** The format before cluster time and call holes; still read. */
+  static final int SNAPSHOT_FORMAT_1 = 1;
+
+  /** Why a watcher sees a held lease's key deleted by someone else than its holder. */
+  static final String REVOKED_BY_OPERATOR = "revoked by an operator";
 
   private long revision;
+  /** Cluster time: the greatest stamp applied. */
+  private long clockMillis;
+  /** The greatest session id granted; ids are unique and increase, even within one entry. */
+  private long lastSessionId;
   private final NavigableMap<Long, Session> sessions = new TreeMap<>();
+  private int quietSessions;
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
   private final Map<ClientKey, Calls> clients = new HashMap<>();
+  /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
+  private final NavigableMap<String, KeyValue> revokedLeases = new TreeMap<>();
   private long heldLeases;
 
   /** A change to apply, with what it answers and what watchers are told. */
@@ -97,10 +156,34 @@ final class CoreState {
 
   private static final class Calls {
     final LinkedHashMap<Long, Reply> replies = new LinkedHashMap<>();
-    long lastIndex;
+    /** The highest call id applied. */
+    long high;
+    /** Call ids below {@link #high} not applied yet, each with the cluster time it became one. */
+    final TreeMap<Long, Long> holes = new TreeMap<>();
+    /** Cluster time of the client's last write. */
+    long lastMillis;
   }
 
-  private record Session(long id, String owner, long ttlMillis, TreeSet<String> keys) {}
+  private static final class Session {
+    final long id;
+    final String owner;
+    final long ttlMillis;
+    final TreeSet<String> keys = new TreeSet<>();
+    /** Cluster time since which no leader has confirmed the session; -1 when not quiet. */
+    long quietSince = -1;
+    /** Cluster time of the last Heard naming the session; -1 if none. */
+    long heardAt = -1;
+    /** Keys of this session's tenures an operator revoked: each a tombstone in revokedLeases. */
+    final TreeSet<String> revokedKeys = new TreeSet<>();
+    /** An operator revoked the session: no longer kept alive, and nothing new attaches to it. */
+    boolean revoked;
+
+    Session(long id, String owner, long ttlMillis) {
+      this.id = id;
+      this.owner = owner;
+      this.ttlMillis = ttlMillis;
+    }
+  }
 
   /**
    * Applies one log entry.
@@ -111,31 +194,79 @@ final class CoreState {
    * @return the reply, the events, and the session change
    */
   synchronized Applied apply(long index, long term, Command command) {
+    return apply(index, term, command.getStampMillis(), command);
+  }
+
+  /**
+   * Applies one command of a log entry whose leader's stamp is {@code stamp} (the commands packed
+   * in one entry share its stamp).
+   */
+  synchronized Applied apply(long index, long term, long stamp, Command command) {
+    if (stamp > clockMillis) {
+      clockMillis = stamp;
+    }
     CallId call = callOf(command);
     Calls calls = null;
-    if (call != null) {
-      ClientKey client = new ClientKey(call.getClientIdHigh(), call.getClientIdLow());
-      calls = clients.computeIfAbsent(client, c -> new Calls());
-      calls.lastIndex = index;
-      Reply earlier = calls.replies.get(call.getCallId());
-      if (earlier != null) {
-        return new Applied(earlier, List.of(), NONE);
+    long callId = 0;
+    if (call != null && call.getCallId() != 0) {
+      callId = call.getCallId();
+      calls = clients.computeIfAbsent(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()), c -> new Calls());
+      if (callId <= calls.high) {
+        Reply earlier = calls.replies.get(callId);
+        if (earlier != null) {
+          return new Applied(earlier, List.of(), NONE);
+        }
+        Long openSince = calls.holes.get(callId);
+        if (openSince == null || clockMillis - openSince > DEDUP_WINDOW_MILLIS) {
+          return tooLate(
+              "call " + callId + " of this client was applied already (or given up as older than "
+                  + DEDUP_WINDOW_MILLIS / 1000 + " s) and its reply is no longer kept; not applied again");
+        }
+        // A hole: the first copy of a call that later calls overtook.
       }
+    }
+    long received = command.getReceivedMillis();
+    if (received != 0 && stamp != 0 && stamp - received > MAX_CALL_DELAY_MILLIS) {
+      return tooLate(
+          "the call reached the log " + (stamp - received) + " ms after a node received it, later than the "
+              + MAX_CALL_DELAY_MILLIS + " ms a call may take; not applied");
     }
     List<Event> events = new ArrayList<>(1);
     Applied applied = execute(index, term, command, events);
     if (calls != null) {
-      calls.replies.put(call.getCallId(), applied.reply());
-      if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
-        Iterator<Long> oldest = calls.replies.keySet().iterator();
-        oldest.next();
-        oldest.remove();
-      }
+      remember(calls, callId, applied.reply());
     }
     if (index % 4096 == 0) {
-      forgetIdleClients(index);
+      forgetIdleClients();
     }
     return applied;
+  }
+
+  /** Records that {@code callId} was applied, with its reply. */
+  private void remember(Calls calls, long callId, Reply reply) {
+    if (callId > calls.high) {
+      // Lower ids not applied yet may still arrive (their calls were overtaken): keep them open.
+      for (long id = Math.max(calls.high + 1, callId - MAX_HOLES_PER_CLIENT); id < callId; id++) {
+        calls.holes.put(id, clockMillis);
+      }
+      calls.high = callId;
+    } else {
+      calls.holes.remove(callId);
+    }
+    if (!calls.holes.isEmpty()) {
+      // Holes are made in increasing id and time, so the lowest is the oldest.
+      while (calls.holes.size() > MAX_HOLES_PER_CLIENT
+          || (!calls.holes.isEmpty() && clockMillis - calls.holes.firstEntry().getValue() > DEDUP_WINDOW_MILLIS)) {
+        calls.holes.pollFirstEntry();
+      }
+    }
+    calls.replies.put(callId, reply);
+    if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
+      Iterator<Long> oldest = calls.replies.keySet().iterator();
+      oldest.next();
+      oldest.remove();
+    }
+    calls.lastMillis = clockMillis;
   }
 
   private Applied execute(long index, long term, Command command, List<Event> events) {
@@ -160,39 +291,97 @@ final class CoreState {
         return acquire(command.getAcquire(), events);
       case RELEASE:
         return release(command.getRelease(), events);
+      case QUIET:
+        return quiet(term, command.getQuiet());
+      case HEARD:
+        return heard(command.getHeard());
+      case CLOCK_TICK:
+        return new Applied(ok(ByteString.EMPTY), List.of(), NONE); // its stamp moved the clock
       default:
         return failed(Failure.Code.FAILED_PRECONDITION, "unknown command " + command.getKindCase());
     }
   }
 
+  /** A new leader's mark: every session up to the given id not heard since then is quiet. */
+  private Applied quiet(long term, Quiet quiet) {
+    if (quiet.getTerm() != term) {
+      // Decided by a leader that has since been deposed; only the leader of a term may.
+      return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+    }
+    long since = quiet.getSinceMillis();
+    for (Session s : sessions.headMap(quiet.getMaxSessionId(), true).values()) {
+      // A Heard stamped at or after `since` was written after this decision: the session was
+      // confirmed since, so the mark would be stale.
+      if (s.quietSince < 0 && s.heardAt < since) {
+        s.quietSince = since;
+        quietSessions++;
+      }
+    }
+    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+  }
+
+  private Applied heard(Heard heard) {
+    for (long id : heard.getSessionIdsList()) {
+      Session s = sessions.get(id);
+      if (s != null) {
+        if (s.quietSince >= 0) {
+          quietSessions--;
+        }
+        s.quietSince = -1;
+        s.heardAt = clockMillis;
+      }
+    }
+    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+  }
+
   private Applied grant(long index, GrantRequest grant) {
-    sessions.put(index, new Session(index, grant.getOwner(), grant.getTtlMillis(), new TreeSet<>()));
+    // The entry's index when it grants one session (as every entry did before batches); the next
+    // free number when an entry grants several. Deterministic either way.
+    long id = Math.max(lastSessionId + 1, index);
+    lastSessionId = id;
+    sessions.put(id, new Session(id, grant.getOwner(), grant.getTtlMillis()));
     GrantResponse response =
         GrantResponse.newBuilder()
-            .setSessionId(index)
+            .setSessionId(id)
             .setTtlMillis(grant.getTtlMillis())
             .setRevision(revision)
             .build();
-    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(index, grant.getTtlMillis()));
+    return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(id, grant.getTtlMillis()));
   }
 
   private Applied revoke(RevokeRequest revoke, List<Event> events) {
-    boolean existed = sessions.containsKey(revoke.getSessionId());
+    Session session = sessions.get(revoke.getSessionId());
+    if (!revoke.getHolderClosing()) {
+      // An operator's revoke: the holder may still be working under it. The session is no longer
+      // kept alive, so it ends by expiry, after its holders' safe windows; nothing is freed now.
+      if (session != null) {
+        session.revoked = true;
+      }
+      RevokeResponse response =
+          RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
+      return new Applied(ok(response.toByteString()), events, NONE);
+    }
     Applied ended = endSession(revoke.getSessionId(), "session revoked", events);
     RevokeResponse response =
-        RevokeResponse.newBuilder().setRevoked(existed).setRevision(revision).build();
+        RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
     return new Applied(ok(response.toByteString()), ended.events(), ended.change());
   }
 
-  /** Deletes a session and every key attached to it, all at one new revision. */
+  /** Deletes a session and every key attached to it, all at one new revision; drops its tombstones. */
   private Applied endSession(long sessionId, String cause, List<Event> events) {
     Session session = sessions.remove(sessionId);
     if (session == null) {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
     }
-    if (!session.keys().isEmpty()) {
+    if (session.quietSince >= 0) {
+      quietSessions--;
+    }
+    for (String key : session.revokedKeys) {
+      revokedLeases.remove(key);
+    }
+    if (!session.keys.isEmpty()) {
       revision++;
-      for (String key : session.keys()) {
+      for (String key : session.keys) {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
         events.add(deleted(gone, cause));
@@ -202,7 +391,7 @@ final class CoreState {
   }
 
   private Applied put(PutRequest put, List<Event> events) {
-    if (put.getSessionId() != 0 && !sessions.containsKey(put.getSessionId())) {
+    if (put.getSessionId() != 0 && !isLive(put.getSessionId())) {
       return sessionNotFound(put.getSessionId());
     }
     KeyValue kv = write(put.getKey(), put.getValue(), put.getSessionId(), 0, events);
@@ -210,10 +399,39 @@ final class CoreState {
   }
 
   private Applied delete(DeleteRequest delete, List<Event> events) {
-    boolean deleted = remove(delete.getKey(), "", events);
-    DeleteResponse response =
-        DeleteResponse.newBuilder().setDeleted(deleted).setRevision(revision).build();
-    return new Applied(ok(response.toByteString()), events, NONE);
+    String key = delete.getKey();
+    KeyValue current = keys.get(key);
+    DeleteResponse.Builder response = DeleteResponse.newBuilder();
+    if (current == null) {
+      return new Applied(ok(response.setRevision(revision).build().toByteString()), events, NONE);
+    }
+    Session holderSession = sessions.get(current.getSessionId());
+    if (key.startsWith(LEASE_PREFIX) && holderSession != null) {
+      // An operator revokes a held lease. Its holder may not know yet (its watch may be silent):
+      // the name stays blocked by a tombstone until the holder releases this tenure or its
+      // session ends. The holder's keep-alive replies list the tombstone.
+      remove(key, REVOKED_BY_OPERATOR, events);
+      revokedLeases.put(key, current);
+      holderSession.revokedKeys.add(key);
+    } else {
+      remove(key, "", events);
+    }
+    response.setDeleted(true).setRevision(revision).setPrevKv(current);
+    return new Applied(ok(response.build().toByteString()), events, NONE);
+  }
+
+  /** Removes a tombstone: its holder stopped using that tenure, or gave it up for a new one. */
+  private void dropTombstone(String key, KeyValue tombstone) {
+    revokedLeases.remove(key);
+    Session session = sessions.get(tombstone.getSessionId());
+    if (session != null) {
+      session.revokedKeys.remove(key);
+    }
+  }
+
+  private boolean isLive(long sessionId) {
+    Session s = sessions.get(sessionId);
+    return s != null && !s.revoked;
   }
 
   private Applied compareAndSet(CompareAndSetRequest cas, List<Event> events) {
@@ -226,7 +444,7 @@ final class CoreState {
       }
       return new Applied(ok(response.setRevision(revision).build().toByteString()), events, NONE);
     }
-    if (cas.getSessionId() != 0 && !sessions.containsKey(cas.getSessionId())) {
+    if (cas.getSessionId() != 0 && !isLive(cas.getSessionId())) {
       return sessionNotFound(cas.getSessionId());
     }
     KeyValue kv = write(cas.getKey(), cas.getValue(), cas.getSessionId(), 0, events);
@@ -239,12 +457,24 @@ final class CoreState {
    * with the rules of the lease store SPI for the same holder's retries.
    */
   private Applied acquire(AcquireRequest acquire, List<Event> events) {
-    if (!sessions.containsKey(acquire.getSessionId())) {
+    if (!isLive(acquire.getSessionId())) {
       return sessionNotFound(acquire.getSessionId());
     }
     String key = LEASE_PREFIX + acquire.getName();
     KeyValue current = keys.get(key);
     AcquireResponse.Builder response = AcquireResponse.newBuilder();
+    KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
+    if (tombstone != null) {
+      String holder = tombstone.getValue().toStringUtf8();
+      if (!holder.equals(acquire.getHolder()) || tombstone.getLeaseRequestId() >= acquire.getRequestId()) {
+        // Revoked, but its holder may still be working under it: nobody else gets the name yet
+        // (nor does a late copy of the revoked tenure's own acquire).
+        response.setAcquired(false).setHolder(holder);
+        return new Applied(ok(response.build().toByteString()), events, NONE);
+      }
+      // Its holder asks anew, so it gave the revoked tenure up: a new tenure, a new token.
+      dropTombstone(key, tombstone);
+    }
     if (current != null) {
       String holder = current.getValue().toStringUtf8();
       boolean sameHolder = holder.equals(acquire.getHolder());
@@ -292,6 +522,15 @@ final class CoreState {
             && current.getValue().toStringUtf8().equals(release.getHolder());
     if (ours) {
       remove(key, "released", events);
+    } else {
+      KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
+      if (tombstone != null
+          && tombstone.getCreateRevision() == release.getToken()
+          && tombstone.getValue().toStringUtf8().equals(release.getHolder())) {
+        // The holder of a revoked tenure says it stopped: the name is free.
+        dropTombstone(key, tombstone);
+        ours = true;
+      }
     }
     return new Applied(
         ok(ReleaseResponse.newBuilder().setReleased(ours).build().toByteString()), events, NONE);
@@ -321,7 +560,7 @@ final class CoreState {
     KeyValue written = kv.build();
     keys.put(key, written);
     if (sessionId != 0) {
-      sessions.get(sessionId).keys().add(key);
+      sessions.get(sessionId).keys.add(key);
     }
     events.add(Event.newBuilder().setType(Event.Type.PUT).setKv(written).build());
     return written;
@@ -342,7 +581,7 @@ final class CoreState {
   private void detach(KeyValue kv) {
     Session session = sessions.get(kv.getSessionId());
     if (session != null) {
-      session.keys().remove(kv.getKey());
+      session.keys.remove(kv.getKey());
     }
   }
 
@@ -360,8 +599,9 @@ final class CoreState {
         .build();
   }
 
-  private void forgetIdleClients(long index) {
-    clients.values().removeIf(c -> index - c.lastIndex > CLIENT_RETENTION_ENTRIES);
+  /** Forgets clients idle for the whole window: no copy of their calls can arrive any more. */
+  private void forgetIdleClients() {
+    clients.values().removeIf(c -> clockMillis - c.lastMillis > DEDUP_WINDOW_MILLIS);
   }
 
   private static CallId callOf(Command command) {
@@ -397,6 +637,10 @@ final class CoreState {
     return new Applied(reply, List.of(), NONE);
   }
 
+  private static Applied tooLate(String message) {
+    return failed(Failure.Code.TOO_LATE, message);
+  }
+
   private static Applied sessionNotFound(long sessionId) {
     return failed(
         Failure.Code.SESSION_NOT_FOUND,
@@ -427,10 +671,73 @@ final class CoreState {
     return sessions.containsKey(sessionId);
   }
 
+  /** A session's state as a keep-alive needs it. */
+  enum SessionStatus {
+    /** There is no such session (never granted, expired or revoked). */
+    GONE,
+    /** A leader has confirmed it since the last leader change. */
+    HEARD,
+    /** No leader has confirmed it since a leader marked it quiet. */
+    QUIET
+  }
+
+  /** {@return whether the session exists, and whether it is quiet} */
+  synchronized SessionStatus sessionStatus(long sessionId) {
+    Session s = sessions.get(sessionId);
+    return s == null ? SessionStatus.GONE : s.quietSince >= 0 ? SessionStatus.QUIET : SessionStatus.HEARD;
+  }
+
+  /** {@return the quiet sessions, each with the cluster time since which it is quiet} */
+  synchronized Map<Long, Long> quietSince() {
+    Map<Long, Long> quiet = new HashMap<>();
+    if (quietSessions > 0) {
+      sessions.values().forEach(s -> {
+        if (s.quietSince >= 0) {
+          quiet.put(s.id, s.quietSince);
+        }
+      });
+    }
+    return quiet;
+  }
+
+  /** {@return whether any session is quiet} */
+  synchronized boolean hasQuietSessions() {
+    return quietSessions > 0;
+  }
+
+  /** {@return cluster time: the greatest stamp applied} */
+  synchronized long clockMillis() {
+    return clockMillis;
+  }
+
+  /**
+   * For a keep-alive of one session: adds the session's revoked tenures to {@code response}, and
+   * says whether it may be extended.
+   *
+   * @return false if the session is gone or an operator revoked it
+   */
+  synchronized boolean keepAlive(long sessionId, KeepAliveResponse.Builder response) {
+    Session s = sessions.get(sessionId);
+    if (s == null) {
+      return false;
+    }
+    if (!s.revokedKeys.isEmpty()) {
+      for (String key : s.revokedKeys) {
+        KeyValue tombstone = revokedLeases.get(key);
+        response.addRevoked(
+            RevokedTenure.newBuilder()
+                .setSessionId(sessionId)
+                .setName(key.substring(LEASE_PREFIX.length()))
+                .setToken(tombstone.getCreateRevision()));
+      }
+    }
+    return !s.revoked;
+  }
+
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
   synchronized Map<Long, Long> sessionTtls() {
     Map<Long, Long> ttls = new LinkedHashMap<>();
-    sessions.values().forEach(s -> ttls.put(s.id(), s.ttlMillis()));
+    sessions.values().forEach(s -> ttls.put(s.id, s.ttlMillis));
     return ttls;
   }
 
@@ -449,14 +756,35 @@ final class CoreState {
 
   // ---- snapshots ----
 
-  /** Writes the whole state: a header (magic, format number) and the body as one message. */
-  synchronized void writeSnapshot(OutputStream out) throws IOException {
-    SnapshotBody.Builder body = SnapshotBody.newBuilder().setRevision(revision);
+  /**
+   * Writes the whole state: a header (magic, format number) and the body as one message. Only
+   * the copy of the state holds the lock (keys are immutable messages, so it copies references);
+   * serialising and writing do not, so reads and keep-alives are not held up by the disk.
+   */
+  void writeSnapshot(OutputStream out) throws IOException {
+    SnapshotBody body = snapshotBody();
+    DataOutputStream data = new DataOutputStream(out);
+    data.writeInt(SNAPSHOT_MAGIC);
+    data.writeInt(SNAPSHOT_FORMAT);
+    body.writeDelimitedTo(data);
+    data.flush();
+  }
+
+  private synchronized SnapshotBody snapshotBody() {
+    SnapshotBody.Builder body =
+        SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
     for (Session s : sessions.values()) {
-      body.addSessions(
-          SessionRecord.newBuilder().setId(s.id()).setOwner(s.owner()).setTtlMillis(s.ttlMillis()));
+      SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked);
+      if (s.quietSince >= 0) {
+        record.setQuietSinceMillis(s.quietSince);
+      }
+      if (s.heardAt >= 0) {
+        record.setHeardAtMillis(s.heardAt);
+      }
+      body.addSessions(record);
     }
     body.addAllKeys(keys.values());
+    body.addAllRevokedLeases(revokedLeases.values());
     // Clients in a fixed order, so that equal states write equal files.
     TreeMap<ClientKey, Calls> ordered =
         new TreeMap<>(
@@ -469,16 +797,14 @@ final class CoreState {
               ClientCalls.newBuilder()
                   .setClientIdHigh(client.high())
                   .setClientIdLow(client.low())
-                  .setLastIndex(calls.lastIndex);
+                  .setHigh(calls.high)
+                  .setLastMillis(calls.lastMillis);
+          calls.holes.forEach((id, since) -> c.addHoles(Hole.newBuilder().setCallId(id).setSinceMillis(since)));
           calls.replies.forEach(
               (callId, reply) -> c.addReplies(StoredReply.newBuilder().setCallId(callId).setReply(reply)));
           body.addClients(c);
         });
-    DataOutputStream data = new DataOutputStream(out);
-    data.writeInt(SNAPSHOT_MAGIC);
-    data.writeInt(SNAPSHOT_FORMAT);
-    body.build().writeDelimitedTo(data);
-    data.flush();
+    return body.build();
   }
 
   /** Replaces the whole state with a snapshot's. */
@@ -489,10 +815,10 @@ final class CoreState {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
     int format = data.readInt();
-    if (format != SNAPSHOT_FORMAT) {
+    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
       throw new IOException(
-          "snapshot format " + format + " is not supported by this version (it reads format "
-              + SNAPSHOT_FORMAT + "); upgrade the node");
+          "snapshot format " + format + " is not supported by this version (it reads formats "
+              + SNAPSHOT_FORMAT_1 + " and " + SNAPSHOT_FORMAT + "); upgrade the node");
     }
     SnapshotBody body;
     try {
@@ -504,12 +830,26 @@ final class CoreState {
       throw new IOException("snapshot body is missing");
     }
     revision = body.getRevision();
+    clockMillis = body.getClockMillis();
     sessions.clear();
     keys.clear();
     clients.clear();
+    revokedLeases.clear();
     heldLeases = 0;
-    for (SessionRecord s : body.getSessionsList()) {
-      sessions.put(s.getId(), new Session(s.getId(), s.getOwner(), s.getTtlMillis(), new TreeSet<>()));
+    quietSessions = 0;
+    lastSessionId = body.getLastSessionId();
+    for (SessionRecord r : body.getSessionsList()) {
+      Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis());
+      if (r.hasQuietSinceMillis()) {
+        s.quietSince = r.getQuietSinceMillis();
+        quietSessions++;
+      }
+      if (r.hasHeardAtMillis()) {
+        s.heardAt = r.getHeardAtMillis();
+      }
+      s.revoked = r.getRevoked();
+      sessions.put(s.id, s);
+      lastSessionId = Math.max(lastSessionId, s.id);
     }
     for (KeyValue kv : body.getKeysList()) {
       keys.put(kv.getKey(), kv);
@@ -519,13 +859,32 @@ final class CoreState {
         if (s == null) {
           throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
         }
-        s.keys().add(kv.getKey());
+        s.keys.add(kv.getKey());
       }
+    }
+    for (KeyValue tombstone : body.getRevokedLeasesList()) {
+      Session s = sessions.get(tombstone.getSessionId());
+      if (s == null || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
+        throw new IOException(
+            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
+                + " or is not a lease key");
+      }
+      revokedLeases.put(tombstone.getKey(), tombstone);
+      s.revokedKeys.add(tombstone.getKey());
     }
     for (ClientCalls c : body.getClientsList()) {
       Calls calls = new Calls();
-      calls.lastIndex = c.getLastIndex();
       c.getRepliesList().forEach(r -> calls.replies.put(r.getCallId(), r.getReply()));
+      if (format == SNAPSHOT_FORMAT_1) {
+        // Format 1 kept only the last replies: every lower id counts as applied (a call still
+        // under way from before the upgrade is refused rather than risk applying one twice).
+        calls.high = calls.replies.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
+        calls.lastMillis = clockMillis;
+      } else {
+        calls.high = c.getHigh();
+        calls.lastMillis = c.getLastMillis();
+        c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
+      }
       clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
     }
   }

@@ -2,23 +2,32 @@ package io.leasehold.server;
 
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.server.state.BatchReply;
 import io.leasehold.server.state.Command;
+import io.leasehold.server.state.Heard;
 import io.leasehold.server.state.Query;
+import io.leasehold.server.state.Reply;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.File;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.nio.file.StandardOpenOption;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
-import org.apache.ratis.protocol.RaftGroupMemberId;
-import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.storage.FileInfo;
@@ -38,7 +47,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The core's state machine on Ratis: applies log entries to {@link CoreState}, tells the {@link
  * SessionKeeper} about sessions, hands events to the {@link WatchHub}, answers linearizable reads
- * and keep-alives, and writes and loads snapshots.
+ * and keep-alives, and writes and loads snapshots. On the leader it stamps every entry it appends
+ * with cluster time (see {@link ClusterClock}).
  */
 final class LeaseStateMachine extends BaseStateMachine {
 
@@ -47,19 +57,40 @@ final class LeaseStateMachine extends BaseStateMachine {
   private final CoreState state = new CoreState();
   private final SessionKeeper keeper;
   private final WatchHub watches;
+  private final ClusterClock clock;
+  private final Function<Command, CompletableFuture<Reply>> writeLocally;
   private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
   private volatile RaftServer.Division division;
   private volatile long loadedSnapshotIndex = -1;
 
   private final Runnable onLeaderReady;
 
+  /** Why this node answers no reads now (see {@link PeerSettings}); null while it serves them. */
+  private volatile String readsRefused;
+  /** How often a keep-alive writes a Heard entry before it gives up (each needs a new marking). */
+  private static final int MAX_HEARD_ROUNDS = 3;
+
   /**
+   * @param clock cluster time, which this state machine stamps entries with and moves on
    * @param onLeaderReady called when this node leads and has committed an entry of its term
+   * @param writeLocally appends a command through the local Raft server only (never forwarded)
    */
-  LeaseStateMachine(SessionKeeper keeper, WatchHub watches, Runnable onLeaderReady) {
+  LeaseStateMachine(
+      SessionKeeper keeper,
+      WatchHub watches,
+      ClusterClock clock,
+      Runnable onLeaderReady,
+      Function<Command, CompletableFuture<Reply>> writeLocally) {
     this.keeper = keeper;
     this.watches = watches;
+    this.clock = clock;
     this.onLeaderReady = onLeaderReady;
+    this.writeLocally = writeLocally;
+  }
+
+  /** {@return cluster time as this node knows it} */
+  ClusterClock clock() {
+    return clock;
   }
 
   /** {@return the log index of the last snapshot loaded (at start, or installed from the leader)} */
@@ -114,6 +145,7 @@ final class LeaseStateMachine extends BaseStateMachine {
     setLastAppliedTermIndex(snapshot.getTermIndex());
     loadedSnapshotIndex = snapshot.getIndex();
     keeper.reset(state.sessionTtls());
+    clock.reset(state.clockMillis());
     watches.reset(state.revision());
     log.info(
         "{}: loaded snapshot {} at {}: {}", getId(), file.getName(), snapshot.getTermIndex(), state.counts()
@@ -126,31 +158,109 @@ final class LeaseStateMachine extends BaseStateMachine {
     TermIndex last = getLastAppliedTermIndex();
     File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
     File tmp = new File(file.getParentFile(), file.getName() + ".tmp");
-    try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(tmp.toPath()))) {
+    try (FileOutputStream fileOut = new FileOutputStream(tmp);
+        OutputStream out = new BufferedOutputStream(fileOut)) {
       state.writeSnapshot(out);
+      out.flush();
+      // On disk before Ratis may purge the log entries it replaces.
+      fileOut.getFD().sync();
     }
     Files.move(tmp.toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
+    syncDirectory(file.getParentFile().toPath());
     MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
     storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
     log.info("{}: wrote snapshot {} ({} bytes)", getId(), file.getName(), file.length());
     return last.getIndex();
   }
 
+  /**
+   * Stamps the entry with cluster time: Ratis calls this on the ready leader only, just before it
+   * appends the entry. The stamp is a protobuf field appended to the command's bytes (a later
+   * field wins), so the command is not parsed here.
+   */
+  @Override
+  public TransactionContext startTransaction(RaftClientRequest request) throws IOException {
+    RaftServer.Division d = division;
+    long term = d == null ? 0 : d.getInfo().getCurrentTerm();
+    // Every committed entry is applied once the leader is ready: its clock starts from them.
+    clock.lead(term);
+    return TransactionContext.newBuilder()
+        .setStateMachine(this)
+        .setClientRequest(request)
+        .setLogData(request.getMessage().getContent().concat(stampField(clock.leaderNow(term))))
+        .build();
+  }
+
+  /** {@code Command.stamp_millis}. */
+  private static final int STAMP_MILLIS_FIELD = 16;
+
+  /** {@return {@code Command.stamp_millis} holding {@code millis}, encoded} */
+  static ByteString stampField(long millis) {
+    return UnsafeByteOperations.unsafeWrap(withVarintField(new byte[0], STAMP_MILLIS_FIELD, millis));
+  }
+
+  /**
+   * {@return {@code message} with a varint field appended: parsed, the message has that field set
+   * to {@code value} (for a scalar field, the last occurrence wins)}
+   */
+  static byte[] withVarintField(byte[] message, int field, long value) {
+    byte[] bytes = java.util.Arrays.copyOf(message, message.length + 20);
+    int n = putVarint(bytes, message.length, (long) field << 3); // wire type 0
+    n = putVarint(bytes, n, value);
+    return n == bytes.length ? bytes : java.util.Arrays.copyOf(bytes, n);
+  }
+
+  private static int putVarint(byte[] bytes, int at, long value) {
+    int n = at;
+    long v = value;
+    while ((v & ~0x7FL) != 0) {
+      bytes[n++] = (byte) ((v & 0x7F) | 0x80);
+      v >>>= 7;
+    }
+    bytes[n++] = (byte) v;
+    return n;
+  }
+
+  /** Makes a rename in {@code dir} durable (its entry written), as a file's own sync does not. */
+  private static void syncDirectory(java.nio.file.Path dir) throws IOException {
+    try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
+      channel.force(true);
+    }
+  }
+
   @Override
   public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
     LogEntryProto entry = trx.getLogEntry();
     long index = entry.getIndex();
-    CoreState.Applied applied;
+    Command command;
     try {
-      Command command =
-          Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
-      applied = state.apply(index, entry.getTerm(), command);
+      command = Command.parseFrom(entry.getStateMachineLogEntry().getLogData().asReadOnlyByteBuffer());
     } catch (IOException e) {
       // Every replica fails the same entry the same way; nothing was changed.
       log.error("{}: log entry {} is not a command; skipped", getId(), index, e);
       updateLastAppliedTermIndex(entry.getTerm(), index);
       return CompletableFuture.failedFuture(e);
     }
+    // The leader stamped the entry, not the commands packed in it: they all share its stamp.
+    long stamp = command.getStampMillis();
+    Reply reply;
+    if (command.hasBatch()) {
+      BatchReply.Builder replies = BatchReply.newBuilder();
+      for (Command each : command.getBatch().getCommandsList()) {
+        replies.addReplies(apply(index, entry.getTerm(), stamp, each));
+      }
+      reply = Reply.newBuilder().setBatch(replies).build();
+    } else {
+      reply = apply(index, entry.getTerm(), stamp, command);
+    }
+    clock.applied(stamp);
+    updateLastAppliedTermIndex(entry.getTerm(), index);
+    return CompletableFuture.completedFuture(message(reply.toByteArray()));
+  }
+
+  /** Applies one command of an entry and tells the keeper and the watchers what changed. */
+  private Reply apply(long index, long term, long stamp, Command command) {
+    CoreState.Applied applied = state.apply(index, term, stamp, command);
     // The keeper first: a read (a keep-alive) may run as soon as the applied index moves.
     CoreState.Change change = applied.change();
     if (change instanceof CoreState.Change.Granted granted) {
@@ -159,12 +269,26 @@ final class LeaseStateMachine extends BaseStateMachine {
       keeper.ended(ended.sessionId());
     }
     watches.publish(applied.events());
-    updateLastAppliedTermIndex(entry.getTerm(), index);
-    return CompletableFuture.completedFuture(message(applied.reply().toByteArray()));
+    return applied.reply();
+  }
+
+  /**
+   * Stops (reason given) or resumes (null) answering reads and keep-alives on this node. Ratis
+   * confirms them from the leader lease, which is unsafe while the nodes' election timeouts
+   * differ; this is where a read is answered (on the leader, for reads any node forwards).
+   */
+  void refuseReads(String reason) {
+    readsRefused = reason;
   }
 
   @Override
   public CompletableFuture<Message> query(Message request) {
+    String refused = readsRefused;
+    if (refused != null) {
+      // A StateMachineException goes back to the caller as the answer (any other exception makes
+      // Ratis's client retry); this node keeps leading.
+      return CompletableFuture.failedFuture(new StateMachineException(refused, false));
+    }
     Query query;
     try {
       query = Query.parseFrom(request.getContent().asReadOnlyByteBuffer());
@@ -185,9 +309,12 @@ final class LeaseStateMachine extends BaseStateMachine {
   }
 
   /**
-   * Extends sessions. Ratis calls this only after a ReadIndex round confirmed that this node was
-   * still the leader after the request arrived, so no newer leader can have re-armed (and started
-   * measuring) these sessions before the time the client sent it.
+   * Extends sessions and tells which of their tenures an operator revoked. Ratis calls this only
+   * after a ReadIndex round confirmed that this node was still the leader after the request
+   * arrived, so no newer leader can have re-armed (and started measuring) these sessions before
+   * the time the client sent it. A quiet session (see {@link SessionKeeper}) is confirmed only once
+   * a Heard entry naming it is applied, so that no later leader counts it quiet from before this
+   * keep-alive.
    */
   private CompletableFuture<Message> keepAlive(KeepAliveRequest request) {
     RaftServer.Division d = division;
@@ -195,28 +322,72 @@ final class LeaseStateMachine extends BaseStateMachine {
       return CompletableFuture.failedFuture(
           new IOException("not the leader; keep-alives count only on the leader"));
     }
+    long term = d.getInfo().getCurrentTerm();
     KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder().setSequence(request.getSequence());
+    Map<Long, Long> quiet = null;
     for (long id : request.getSessionIdsList()) {
-      if (state.hasSession(id) && keeper.keepAlive(id)) {
+      // The state also lists the session's revoked tenures, so that a holder whose watch is
+      // silent still stops using them within one keep-alive; an operator-revoked session is gone.
+      CoreState.SessionStatus status =
+          state.keepAlive(id, response) ? state.sessionStatus(id) : CoreState.SessionStatus.GONE;
+      long result =
+          status == CoreState.SessionStatus.GONE
+              ? SessionKeeper.GONE
+              : keeper.keepAlive(id, term, status == CoreState.SessionStatus.QUIET);
+      if (result == SessionKeeper.ALIVE) {
         response.addAlive(id);
-      } else {
+      } else if (result == SessionKeeper.GONE) {
         response.addGone(id);
+      } else {
+        if (quiet == null) {
+          quiet = new LinkedHashMap<>();
+        }
+        quiet.put(id, result);
       }
     }
-    return CompletableFuture.completedFuture(message(response.build().toByteArray()));
+    if (quiet == null) {
+      return CompletableFuture.completedFuture(message(response.build().toByteArray()));
+    }
+    return confirmQuiet(term, quiet, response, MAX_HEARD_ROUNDS);
   }
 
-  @Override
-  public void notifyLeaderChanged(RaftGroupMemberId groupMemberId, RaftPeerId newLeaderId) {
-    if (newLeaderId != null && newLeaderId.equals(groupMemberId.getPeerId())) {
-      keeper.rearmAll();
-      log.info("{}: became leader; re-armed {} sessions for a full TTL", groupMemberId, keeper.size());
-    }
+  /** Writes a Heard entry for the quiet sessions, then confirms them. */
+  private CompletableFuture<Message> confirmQuiet(
+      long term, Map<Long, Long> epochs, KeepAliveResponse.Builder response, int roundsLeft) {
+    Command heard = Command.newBuilder().setHeard(Heard.newBuilder().addAllSessionIds(epochs.keySet())).build();
+    return writeLocally
+        .apply(heard)
+        .thenCompose(
+            reply -> {
+              Map<Long, Long> again = null;
+              for (Map.Entry<Long, Long> e : epochs.entrySet()) {
+                long id = e.getKey();
+                long result =
+                    state.hasSession(id) ? keeper.confirmHeard(id, term, e.getValue()) : SessionKeeper.GONE;
+                if (result == SessionKeeper.ALIVE) {
+                  response.addAlive(id);
+                } else if (result == SessionKeeper.GONE) {
+                  response.addGone(id);
+                } else {
+                  if (again == null) {
+                    again = new LinkedHashMap<>();
+                  }
+                  again.put(id, result); // marked quiet again by a new term's leader (this node)
+                }
+              }
+              if (again == null) {
+                return CompletableFuture.completedFuture(message(response.build().toByteArray()));
+              }
+              if (roundsLeft <= 1) {
+                return CompletableFuture.failedFuture(
+                    new IOException("keep-alive not confirmed: the sessions were marked quiet again meanwhile"));
+              }
+              return confirmQuiet(term, again, response, roundsLeft - 1);
+            });
   }
 
   @Override
   public void notifyLeaderReady() {
-    keeper.rearmAll();
     onLeaderReady.run();
   }
 

@@ -20,6 +20,10 @@ import java.util.stream.Collectors;
  * Several nodes of the core in this JVM on loopback, each with its own data directory under one
  * root: what {@code leasehold dev} runs, and what the tests use as a real cluster. Nodes can be
  * stopped and started again on their data, one at a time or all together.
+ *
+ * <p>{@link #start} makes a new cluster (every node formats its empty directory); {@link #recover}
+ * starts one kept under a root again, and so do {@link #startNode} and {@link #restartAll}: a node
+ * whose directory was lost is refused ({@link StartRefusedException}), never formatted again.
  */
 public final class LocalCluster implements AutoCloseable {
 
@@ -36,16 +40,38 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Starts {@code size} nodes named n1, n2, ... on loopback, their client ports {@code basePort},
-   * {@code basePort + 2}, ... (each Raft port is the one after).
+   * Starts a new cluster: {@code size} nodes named n1, n2, ... on loopback, their client ports
+   * {@code basePort}, {@code basePort + 2}, ... (each Raft port is the one after), each formatting
+   * its directory {@code root/n1}, ... ({@link NodeConfig.StartMode#BOOTSTRAP}).
    *
    * @param size how many nodes (1 to 9)
    * @param basePort the first client port; 0 picks free ports
-   * @param root where the nodes keep their data, one directory each
+   * @param root where the nodes keep their data, one directory each, missing or empty
    * @param tuning adjusts each node's configuration (election timeout, snapshots)
    * @return the running cluster
+   * @throws StartRefusedException if a node's directory holds data
    */
   public static LocalCluster start(int size, int basePort, Path root, UnaryOperator<NodeConfig> tuning) {
+    return launch(size, basePort, root, tuning, NodeConfig.StartMode.BOOTSTRAP);
+  }
+
+  /**
+   * Starts a cluster that {@link #start} made under {@code root} again, on the nodes' data
+   * ({@link NodeConfig.StartMode#RECOVER}), with the same size and ports.
+   *
+   * @param size how many nodes (1 to 9)
+   * @param basePort the first client port, as at the start; 0 picks free ports
+   * @param root where the nodes keep their data
+   * @param tuning adjusts each node's configuration (election timeout, snapshots)
+   * @return the running cluster
+   * @throws StartRefusedException if a node's directory is missing, empty or damaged
+   */
+  public static LocalCluster recover(int size, int basePort, Path root, UnaryOperator<NodeConfig> tuning) {
+    return launch(size, basePort, root, tuning, NodeConfig.StartMode.RECOVER);
+  }
+
+  private static LocalCluster launch(
+      int size, int basePort, Path root, UnaryOperator<NodeConfig> tuning, NodeConfig.StartMode mode) {
     if (size < 1 || size > 9) {
       throw new IllegalArgumentException("nodes must be between 1 and 9; was " + size);
     }
@@ -58,7 +84,7 @@ public final class LocalCluster implements AutoCloseable {
     LocalCluster cluster = new LocalCluster(List.copyOf(peers), root, tuning);
     try {
       for (int i = 0; i < size; i++) {
-        cluster.startNode(i);
+        cluster.startNode(i, mode);
       }
       cluster.awaitLeader(Duration.ofSeconds(30));
     } catch (RuntimeException e) {
@@ -121,17 +147,24 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Starts node {@code i} (again) on its data directory.
+   * Starts node {@code i} again on its data directory.
    *
    * @param i the node's position, from 0
    * @return the running node
+   * @throws StartRefusedException if its directory is missing, empty or damaged
    */
-  public synchronized CoreNode startNode(int i) {
+  public CoreNode startNode(int i) {
+    return startNode(i, NodeConfig.StartMode.RECOVER);
+  }
+
+  private synchronized CoreNode startNode(int i, NodeConfig.StartMode mode) {
     if (nodes[i] != null) {
       throw new IllegalStateException("node " + peers.get(i).id() + " is already running");
     }
     Peer peer = peers.get(i);
-    nodes[i] = CoreNode.start(tuning.apply(NodeConfig.of(peer.id(), peers, root.resolve(peer.id()))));
+    // The mode last: tuning adjusts settings, it does not decide whether a directory is formatted.
+    nodes[i] =
+        CoreNode.start(tuning.apply(NodeConfig.of(peer.id(), peers, root.resolve(peer.id()))).withStartMode(mode));
     return nodes[i];
   }
 
@@ -212,7 +245,7 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /** A free port whose next port is free too (client port, Raft port). */
-  private static int freePortPair() {
+  static int freePortPair() {
     for (int attempt = 0; attempt < 50; attempt++) {
       try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
         int port = a.getLocalPort();

@@ -15,6 +15,7 @@ import java.util.Objects;
  *     faster failover and more spurious elections on a loaded machine
  * @param snapshotEvery take a snapshot after this many log entries (and purge the log before it)
  * @param logSegmentBytes size of one log segment file; only whole segments are purged
+ * @param startMode whether the node formats a new data directory or recovers the one it has
  */
 public record NodeConfig(
     String self,
@@ -22,7 +23,34 @@ public record NodeConfig(
     Path dataDir,
     Duration electionTimeout,
     long snapshotEvery,
-    long logSegmentBytes) {
+    long logSegmentBytes,
+    StartMode startMode) {
+
+  /**
+   * How a node treats its data directory when it starts. A node formats storage only when told
+   * to: a node that lost its data and came back with an empty log could vote and count toward a
+   * majority, so an acknowledged write (an acquire) could be lost and its revision, a fencing
+   * token, issued again.
+   */
+  public enum StartMode {
+    /**
+     * The first start of a node of a new cluster: the data directory must be missing or empty,
+     * and is formatted. A directory that holds anything is refused, never wiped.
+     */
+    BOOTSTRAP,
+    /**
+     * Every later start (the default): the node recovers the Raft storage in its data directory,
+     * and refuses to start when the directory is missing, empty, or holds a storage without its
+     * metadata.
+     */
+    RECOVER,
+    /**
+     * Reserved: a new node joining a running cluster (an empty directory, formatted, and the node
+     * added to the cluster by a membership change while it catches up without a vote). Membership
+     * changes are not built yet, so a node started this way is refused.
+     */
+    JOIN
+  }
 
   /** Default shortest election timeout: failover within about a second. */
   public static final Duration DEFAULT_ELECTION_TIMEOUT = Duration.ofMillis(300);
@@ -42,9 +70,11 @@ public record NodeConfig(
    * @param electionTimeout shortest election timeout
    * @param snapshotEvery entries between snapshots
    * @param logSegmentBytes log segment size
+   * @param startMode format a new data directory or recover the one there
    */
   public NodeConfig {
     Objects.requireNonNull(self, "self");
+    Objects.requireNonNull(startMode, "startMode");
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(electionTimeout, "electionTimeout");
     peers = List.copyOf(peers);
@@ -67,7 +97,8 @@ public record NodeConfig(
   }
 
   /**
-   * A configuration with the defaults.
+   * A configuration with the defaults; the node recovers its data directory ({@link
+   * StartMode#RECOVER}).
    *
    * @param self this node's id
    * @param peers the cluster
@@ -76,7 +107,13 @@ public record NodeConfig(
    */
   public static NodeConfig of(String self, List<Peer> peers, Path dataDir) {
     return new NodeConfig(
-        self, peers, dataDir, DEFAULT_ELECTION_TIMEOUT, DEFAULT_SNAPSHOT_EVERY, DEFAULT_LOG_SEGMENT_BYTES);
+        self,
+        peers,
+        dataDir,
+        DEFAULT_ELECTION_TIMEOUT,
+        DEFAULT_SNAPSHOT_EVERY,
+        DEFAULT_LOG_SEGMENT_BYTES,
+        StartMode.RECOVER);
   }
 
   /** {@return this node} */
@@ -86,11 +123,16 @@ public record NodeConfig(
 
   /** {@return a copy with another election timeout} */
   public NodeConfig withElectionTimeout(Duration timeout) {
-    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes);
+    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode);
   }
 
   /** {@return a copy with other snapshot and segment sizes} */
   public NodeConfig withSnapshots(long every, long segmentBytes) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode);
+  }
+
+  /** {@return a copy that starts the node in another way} */
+  public NodeConfig withStartMode(StartMode mode) {
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode);
   }
 }

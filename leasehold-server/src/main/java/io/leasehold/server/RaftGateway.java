@@ -5,23 +5,34 @@ import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.client.retry.RequestTypeDependentRetryPolicy;
+import org.apache.ratis.proto.RaftProtos.RaftClientRequestProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.exceptions.NotLeaderException;
 import org.apache.ratis.protocol.exceptions.ResourceUnavailableException;
+import org.apache.ratis.retry.RetryPolicies;
+import org.apache.ratis.retry.RetryPolicy;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.TimeDuration;
 
 /**
  * A node's way into the Raft group: writes go through the log, reads through the leader's
@@ -35,14 +46,30 @@ import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
  * are outstanding, which under a burst parked thousands of gRPC threads; here the excess waits in
  * a queue (at most {@link #MAX_QUEUED}, then it is refused as overload) and is sent as replies come
  * back.
+ *
+ * <p><b>Forwarding is bounded in time</b>, so that deduplication can be bounded too (see {@link
+ * CoreState}): a write waits at most {@link #QUEUE_WAIT} in the queue, and Ratis's client makes no
+ * new attempt once {@link #FORWARD_WINDOW} minus that has passed since its first: no copy of a
+ * call leaves this node later than {@link #FORWARD_WINDOW} after the node received it. Each write
+ * also carries the cluster time at which this node received it, so that the state refuses a copy
+ * that reached the log later than a call may take, however the network delayed it.
+ *
+ * <p><b>Leader-only commands are never forwarded</b> ({@link #writeLocally}): they are decided in
+ * a term and must be appended in it, by the node that decided them.
  */
-final class RaftGateway {
+final class RaftGateway implements AutoCloseable {
 
   /** Requests forwarded at once; also the Ratis client's own window, so it never blocks. */
   static final int MAX_FORWARDED = 512;
 
   /** Requests waiting to be forwarded before more are refused. */
   static final int MAX_QUEUED = 100_000;
+
+  /** How long after receiving a write this node may still send a copy of it to the leader. */
+  static final Duration FORWARD_WINDOW = Duration.ofSeconds(15);
+
+  /** How long a write may wait in the queue before it is first sent; then it is refused. */
+  static final Duration QUEUE_WAIT = Duration.ofSeconds(5);
 
   private final RaftServer server;
   private final RaftGroupId groupId;
@@ -51,26 +78,104 @@ final class RaftGateway {
   private final ClientId localClientId = ClientId.randomId();
   private final AtomicLong callIds = new AtomicLong();
   private final Semaphore forwardPermits = new Semaphore(MAX_FORWARDED);
-  private final Queue<Runnable> waiting = new ConcurrentLinkedQueue<>();
+  private final Queue<Waiting> waiting = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
+  private volatile ClusterClock clock;
+
+  /** A request waiting for a forwarding permit since {@code sinceNanos}. */
+  private record Waiting(long sinceNanos, Runnable send, CompletableFuture<RaftClientReply> result) {}
+
+  /** Hands out replies, off Ratis's applying thread and off the gRPC event loops. */
+  private final ExecutorService replies;
+  private final EntryBatcher batcher;
 
   RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
     this.server = server;
     this.groupId = groupId;
     this.client = client;
+    this.replies =
+        Executors.newFixedThreadPool(
+            2,
+            r -> {
+              Thread t = new Thread(r, "leasehold-replies-" + server.getId());
+              t.setDaemon(true);
+              return t;
+            });
+    this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
-  /** Appends {@code command} to the log and completes with its reply once it is applied. */
+  /**
+   * The retry policy of the node's internal Ratis client: 100 ms between attempts, and no new
+   * attempt once {@link #FORWARD_WINDOW} minus {@link #QUEUE_WAIT} has passed since the first
+   * (Ratis's default retries forever without sleeping; a client call has a deadline anyway).
+   */
+  static RetryPolicy forwardRetryPolicy() {
+    TimeDuration window = TimeDuration.valueOf(FORWARD_WINDOW.minus(QUEUE_WAIT).toMillis(), TimeUnit.MILLISECONDS);
+    RetryPolicy sleep = RetryPolicies.retryForeverWithSleep(TimeDuration.valueOf(100, TimeUnit.MILLISECONDS));
+    RequestTypeDependentRetryPolicy.Builder policy = RequestTypeDependentRetryPolicy.newBuilder();
+    for (RaftClientRequestProto.TypeCase type : RaftClientRequestProto.TypeCase.values()) {
+      policy.setRetryPolicy(type, sleep).setTimeout(type, window);
+    }
+    return policy.build();
+  }
+
+  /**
+   * Appends a client's {@code command} to the log, through the leader, in an entry of its own or
+   * together with other writes ({@link EntryBatcher}), and completes with its reply once it is
+   * applied. The command carries the cluster time at which this node took it.
+   */
   CompletableFuture<Reply> write(Command command) {
-    return send(message(command.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
-        .thenApply(
-            reply -> {
-              try {
-                return Reply.parseFrom(content(reply));
-              } catch (IOException e) {
-                throw new UncheckedIOException("malformed reply from the state machine", e);
-              }
-            });
+    return batcher.write(command.toBuilder().setReceivedMillis(clusterNow()).build());
+  }
+
+  /** Appends one entry (a command, or a batch of them) and completes with its reply. */
+  private CompletableFuture<Reply> writeEntry(Command entry) {
+    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
+        .thenApply(RaftGateway::reply);
+  }
+
+  /**
+   * Appends a leader-only {@code command} through the local Raft server, never forwarding it:
+   * completes exceptionally (and appends nothing) when this node does not lead.
+   */
+  CompletableFuture<Reply> writeLocally(Command command) {
+    if (!leadsHere()) {
+      return CompletableFuture.failedFuture(
+          new NotLeaderException(RaftGroupMemberId.valueOf(server.getId(), groupId), null, null));
+    }
+    try {
+      return server
+          .submitClientRequestAsync(localRequest(message(command.toByteArray()), RaftClientRequest.writeRequestType()))
+          .thenApply(RaftGateway::reply);
+    } catch (IOException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  
+  private long clusterNow() {
+    ClusterClock c = clock;
+    if (c == null) {
+      try {
+        c = ((LeaseStateMachine) server.getDivision(groupId).getStateMachine()).clock();
+        clock = c;
+      } catch (IOException e) {
+        return 0; // not part of the group (any more): no origin, the copy is not aged
+      }
+    }
+    try {
+      return c.leaderNow(server.getDivision(groupId).getInfo().getCurrentTerm());
+    } catch (IOException e) {
+      return c.estimate();
+    }
+  }
+
+  private static Reply reply(RaftClientReply reply) {
+    try {
+      return Reply.parseFrom(content(reply));
+    } catch (IOException e) {
+      throw new UncheckedIOException("malformed reply from the state machine", e);
+    }
   }
 
   /** Runs {@code query} on the leader after a ReadIndex round; completes with its answer. */
@@ -86,26 +191,28 @@ final class RaftGateway {
     if (!leadsHere()) {
       return forwarded(message, forward);
     }
-    RaftClientRequest request =
-        RaftClientRequest.newBuilder()
-            .setClientId(localClientId)
-            .setServerId(server.getId())
-            .setGroupId(groupId)
-            .setCallId(callIds.incrementAndGet())
-            .setMessage(message)
-            .setType(type)
-            // As long as the forwarding client waits, so nothing pending outlives its caller.
-            .setTimeoutMs(CoreNode.RATIS_REQUEST_TIMEOUT.toMillis())
-            .build();
     CompletableFuture<RaftClientReply> local;
     try {
-      local = server.submitClientRequestAsync(request);
+      local = server.submitClientRequestAsync(localRequest(message, type));
     } catch (IOException e) {
       return forwarded(message, forward);
     }
     // Leadership can move between the check and the submission: then the leader is elsewhere.
     return local.thenCompose(
         reply -> ledElsewhere(reply) ? forwarded(message, forward) : CompletableFuture.completedFuture(reply));
+  }
+
+  private RaftClientRequest localRequest(Message message, RaftClientRequest.Type type) {
+    return RaftClientRequest.newBuilder()
+        .setClientId(localClientId)
+        .setServerId(server.getId())
+        .setGroupId(groupId)
+        .setCallId(callIds.incrementAndGet())
+        .setMessage(message)
+        .setType(type)
+        // As long as the forwarding client waits, so nothing pending outlives its caller.
+        .setTimeoutMs(CoreNode.RATIS_REQUEST_TIMEOUT.toMillis())
+        .build();
   }
 
   private boolean leadsHere() {
@@ -150,22 +257,36 @@ final class RaftGateway {
               "node " + server.getId() + " is overloaded: " + MAX_QUEUED + " requests already wait for the leader"));
       return result;
     }
-    waiting.add(send);
+    waiting.add(new Waiting(System.nanoTime(), send, result));
     drain(); // a permit may have come back between tryAcquire and add
     return result;
   }
 
-  /** Sends waiting requests while permits last. */
+  /** Sends waiting requests while permits last; refuses those that waited too long. */
   private void drain() {
     while (!waiting.isEmpty() && forwardPermits.tryAcquire()) {
-      Runnable next = waiting.poll();
+      Waiting next = waiting.poll();
       if (next == null) {
         forwardPermits.release();
         return;
       }
       queued.decrementAndGet();
-      next.run();
+      if (System.nanoTime() - next.sinceNanos() > QUEUE_WAIT.toNanos()) {
+        forwardPermits.release();
+        next.result().completeExceptionally(
+            new ResourceUnavailableException(
+                "node " + server.getId() + " is overloaded: the request waited more than " + QUEUE_WAIT.toSeconds()
+                    + " s to be forwarded to the leader; not sent"));
+        continue;
+      }
+      next.send().run();
     }
+  }
+
+  /** Stops handing out replies; the node is closing. */
+  @Override
+  public void close() {
+    replies.shutdownNow();
   }
 
   private static byte[] content(RaftClientReply reply) {

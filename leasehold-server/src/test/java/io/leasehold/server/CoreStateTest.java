@@ -7,19 +7,31 @@ import com.google.protobuf.ByteString;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
+import io.leasehold.core.proto.DeleteRequest;
+import io.leasehold.core.proto.DeleteResponse;
 import io.leasehold.core.proto.Event;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
+import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
+import io.leasehold.core.proto.RevokeRequest;
+import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Expire;
+import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Failure;
+import io.leasehold.server.state.Heard;
+import io.leasehold.server.state.Quiet;
+import io.leasehold.server.state.Reply;
+import io.leasehold.server.state.SnapshotBody;
+import io.leasehold.server.state.StoredReply;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
 class CoreStateTest {
@@ -55,6 +67,29 @@ class CoreStateTest {
     CoreState.Applied applied = apply(c);
     assertThat(applied.reply().hasOk()).as("acquire reply: %s", applied.reply()).isTrue();
     return AcquireResponse.parseFrom(applied.reply().getOk());
+  }
+
+  @Test
+  void sessionsGrantedInOneEntryGetDistinctIncreasingIdsThatSurviveASnapshot() throws IOException {
+    long single = grant(10_000); // an entry of its own: its index, as before batches
+    assertThat(single).isEqualTo(index);
+    // Three grants applied at one log index, as a batch entry applies them.
+    long at = ++index;
+    long[] ids = new long[3];
+    for (int i = 0; i < 3; i++) {
+      Command c = Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(call()).setOwner("o").setTtlMillis(10_000)).build();
+      ids[i] = GrantResponse.parseFrom(state.apply(at, term, c).reply().getOk()).getSessionId();
+    }
+    assertThat(ids).containsExactly(at, at + 1, at + 2);
+
+    // The next entry's index is below the last id handed out: the id still grows.
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+    Command next = Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(call()).setOwner("o").setTtlMillis(10_000)).build();
+    long afterRestore = GrantResponse.parseFrom(restored.apply(at + 1, term, next).reply().getOk()).getSessionId();
+    assertThat(afterRestore).isEqualTo(at + 3);
   }
 
   @Test
@@ -162,6 +197,166 @@ class CoreStateTest {
         .hasSize(1);
   }
 
+  private CallId callOf(long client, long id) {
+    return CallId.newBuilder().setClientIdHigh(client).setClientIdLow(client).setCallId(id).build();
+  }
+
+  private Command put(CallId call, String key, String value) {
+    return Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call).setKey(key).setValue(ByteString.copyFromUtf8(value))).build();
+  }
+
+  private String valueOf(String key) {
+    return state.get(GetRequest.newBuilder().setKey(key).build()).getKvs(0).getValue().toStringUtf8();
+  }
+
+  @Test
+  void aLateCopyOfAnAcquireAfterItsReleaseMakesNoTenureEvenAfterManyOtherCalls() throws IOException {
+    long s = grant(10_000);
+    CallId acquireCall = call();
+    Command acquire =
+        Command.newBuilder()
+            .setAcquire(AcquireRequest.newBuilder().setCall(acquireCall).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s))
+            .build();
+    AcquireResponse first = AcquireResponse.parseFrom(apply(acquire).reply().getOk());
+    assertThat(first.getAcquired()).isTrue();
+    Command release =
+        Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName("job").setHolder("a#1").setToken(first.getToken())).build();
+    assertThat(ReleaseResponse.parseFrom(apply(release).reply().getOk()).getReleased()).isTrue();
+    for (int i = 0; i < 100; i++) {
+      apply(put(call(), "other/" + i, "v")); // the same client goes on working
+    }
+
+    // A copy of the acquire that a follower forwarded long ago reaches the leader only now.
+    CoreState.Applied late = apply(acquire);
+
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList())
+        .as("a released lease must not be taken again by a late copy of the acquire that took it (reply: %s)", late.reply())
+        .isEmpty();
+    assertThat(late.events()).isEmpty();
+  }
+
+  @Test
+  void aLatePutDoesNotOverwriteANewerAcknowledgedPutEvenAfterManyOtherCalls() {
+    CallId firstPut = callOf(1, 1);
+    apply(put(firstPut, "config", "old"));
+    for (int i = 2; i <= 100; i++) {
+      apply(put(callOf(1, i), "other/" + i, "v"));
+    }
+    apply(put(callOf(2, 1), "config", "new")); // another client's write, acknowledged
+
+    CoreState.Applied late = apply(put(firstPut, "config", "old"));
+
+    assertThat(valueOf("config")).as("a late copy of an applied put overwrote a newer write (reply: %s)", late.reply()).isEqualTo("new");
+    assertThat(late.events()).isEmpty();
+  }
+
+  private CoreState.Applied applyAt(long stampMillis, Command command) {
+    return apply(command.toBuilder().setStampMillis(stampMillis).build());
+  }
+
+  private boolean exists(String key) {
+    return !state.get(GetRequest.newBuilder().setKey(key).build()).getKvsList().isEmpty();
+  }
+
+  @Test
+  void aCopyThatReachesTheLogLaterThanACallMayTakeIsRefusedAndAFreshCopyApplies() {
+    Command put = put(callOf(1, 1), "k", "v");
+    CoreState.Applied late =
+        applyAt(1_000 + CoreState.MAX_CALL_DELAY_MILLIS + 1, put.toBuilder().setReceivedMillis(1_000).build());
+    assertThat(late.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(late.reply().getFailure().getMessage()).contains("later than the " + CoreState.MAX_CALL_DELAY_MILLIS + " ms");
+    assertThat(exists("k")).isFalse();
+
+    long now = 1_000 + CoreState.MAX_CALL_DELAY_MILLIS + 2;
+    CoreState.Applied retried = applyAt(now, put.toBuilder().setReceivedMillis(now - 10).build());
+    assertThat(retried.reply().hasOk()).isTrue();
+    assertThat(exists("k")).isTrue();
+  }
+
+  @Test
+  void aCallOvertakenByLaterCallsOfItsClientIsAppliedOnceWhenItArrives() {
+    apply(put(callOf(1, 1), "a", "1"));
+    apply(put(callOf(1, 3), "c", "3"));
+    assertThat(apply(put(callOf(1, 2), "b", "2")).events()).as("call 2, overtaken by call 3, applies").hasSize(1);
+    long revision = state.revision();
+    for (int i = 4; i < 100; i++) {
+      apply(put(callOf(1, i), "other/" + i, "v"));
+    }
+    CoreState.Applied again = apply(put(callOf(1, 2), "b", "2"));
+    assertThat(again.reply().getFailure().getCode()).as("a copy of call 2 after its reply was dropped").isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(again.events()).isEmpty();
+    assertThat(state.revision()).isEqualTo(revision + 96);
+  }
+
+  @Test
+  void aCallOvertakenLongerThanTheWindowIsRefusedWhenItArrives() {
+    applyAt(0, put(callOf(1, 2), "b", "2")); // call 1 is still on its way
+    applyAt(CoreState.DEDUP_WINDOW_MILLIS + 1, put(callOf(2, 1), "x", "1")); // cluster time moves on
+    CoreState.Applied late = applyAt(CoreState.DEDUP_WINDOW_MILLIS + 2, put(callOf(1, 1), "a", "1"));
+    assertThat(late.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(exists("a")).isFalse();
+  }
+
+  @Test
+  void aClientKeepsAtMostSoManyOpenCallsAndOlderOnesAreRefused() {
+    long far = 10_000;
+    apply(put(callOf(1, far), "far", "v"));
+    assertThat(apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT), "open", "v")).reply().hasOk()).isTrue();
+    CoreState.Applied tooOld = apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT - 1), "old", "v"));
+    assertThat(tooOld.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(exists("old")).isFalse();
+  }
+
+  @Test
+  void aQuietMarkAppliesInItsOwnTermOnlyAndNotToASessionHeardSince() throws IOException {
+    long heardFirst = grant(10_000);
+    long quiet = grant(10_000);
+    long grantedLater = grant(10_000);
+    applyAt(100, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(heardFirst)).build());
+    // A mark decided at cluster time 100 by the leader of the term, for sessions up to `quiet`.
+    Quiet mark = Quiet.newBuilder().setTerm(term).setSinceMillis(100).setMaxSessionId(quiet).build();
+    applyAt(101, Command.newBuilder().setQuiet(mark.toBuilder().setTerm(term - 1)).build());
+    assertThat(state.hasQuietSessions()).as("a mark of an earlier term").isFalse();
+
+    applyAt(101, Command.newBuilder().setQuiet(mark).build());
+
+    assertThat(state.quietSince()).as("quiet sessions").containsExactly(java.util.Map.entry(quiet, 100L));
+    assertThat(state.sessionStatus(heardFirst)).isEqualTo(CoreState.SessionStatus.HEARD);
+    assertThat(state.sessionStatus(grantedLater)).isEqualTo(CoreState.SessionStatus.HEARD);
+    applyAt(102, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(quiet)).build());
+    assertThat(state.hasQuietSessions()).isFalse();
+  }
+
+  @Test
+  void aSnapshotOfTheOldFormatIsReadAndItsCallsAreNotAppliedAgain() throws IOException {
+    CallId call = callOf(1, 7);
+    Reply reply = Reply.newBuilder().setOk(ByteString.copyFromUtf8("first answer")).build();
+    SnapshotBody body =
+        SnapshotBody.newBuilder()
+            .setRevision(3)
+            .addClients(
+                ClientCalls.newBuilder()
+                    .setClientIdHigh(1)
+                    .setClientIdLow(1)
+                    .setLastIndex(5)
+                    .addReplies(StoredReply.newBuilder().setCallId(7).setReply(reply)))
+            .build();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    java.io.DataOutputStream data = new java.io.DataOutputStream(out);
+    data.writeInt(0x4C48534E);
+    data.writeInt(CoreState.SNAPSHOT_FORMAT_1);
+    body.writeDelimitedTo(data);
+    data.flush();
+
+    CoreState old = new CoreState();
+    old.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+
+    assertThat(old.revision()).isEqualTo(3);
+    assertThat(old.apply(10, term, put(call, "k", "v")).reply()).isEqualTo(reply);
+    assertThat(old.apply(11, term, put(callOf(1, 6), "k", "v")).reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
+    assertThat(old.apply(12, term, put(callOf(1, 8), "k", "v")).reply().hasOk()).isTrue();
+  }
+
   @Test
   void writesToAMissingSessionAreRefusedAndChangeNothing() throws IOException {
     long revision = state.revision();
@@ -178,6 +373,11 @@ class CoreStateTest {
     CallId call = call();
     AcquireResponse first = acquire(call, "job", "a#1", 1, s);
     apply(Command.newBuilder().setPut(PutRequest.newBuilder().setCall(call()).setKey("k").setValue(ByteString.copyFromUtf8("v"))).build());
+    // Cluster time, a quiet session, a call still open (5 overtaken by 6), a session heard.
+    long quietSession = grant(10_000);
+    applyAt(500, put(callOf(9, 6), "later", "v"));
+    applyAt(600, Command.newBuilder().setQuiet(Quiet.newBuilder().setTerm(term).setSinceMillis(550).setMaxSessionId(quietSession)).build());
+    applyAt(700, Command.newBuilder().setHeard(Heard.newBuilder().addSessionIds(s)).build());
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     state.writeSnapshot(out);
 
@@ -192,6 +392,9 @@ class CoreStateTest {
     Command retry =
         Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call).setName("job").setHolder("a#1").setRequestId(1).setSessionId(s)).build();
     assertThat(AcquireResponse.parseFrom(restored.apply(100, term, retry).reply().getOk())).isEqualTo(first);
+    assertThat(restored.clockMillis()).isEqualTo(700);
+    assertThat(restored.quietSince()).containsExactly(java.util.Map.entry(quietSession, 550L));
+    assertThat(restored.apply(101, term, put(callOf(9, 5), "open", "v")).reply().hasOk()).as("the open call 5").isTrue();
   }
 
   @Test
@@ -203,5 +406,172 @@ class CoreStateTest {
     assertThatThrownBy(() -> new CoreState().readSnapshot(new ByteArrayInputStream(new byte[] {1, 2, 3, 4, 5, 6, 7, 8})))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("not a Leasehold snapshot");
+  }
+
+  // ---- an operator's revocation ----
+
+  private CoreState.Applied delete(String key) {
+    return apply(Command.newBuilder().setDelete(DeleteRequest.newBuilder().setCall(call()).setKey(key)).build());
+  }
+
+  private boolean release(String name, String holder, long token) throws IOException {
+    Command c = Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName(name).setHolder(holder).setToken(token)).build();
+    return ReleaseResponse.parseFrom(apply(c).reply().getOk()).getReleased();
+  }
+
+  private KeepAliveResponse keepAlive(long session) {
+    KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder();
+    if (state.keepAlive(session, response)) {
+      response.addAlive(session);
+    } else {
+      response.addGone(session);
+    }
+    return response.build();
+  }
+
+  private static RevokedTenure revoked(long session, String name, long token) {
+    return RevokedTenure.newBuilder().setSessionId(session).setName(name).setToken(token).build();
+  }
+
+  @Test
+  void anOperatorsDeleteOfAHeldLeaseBlocksTheNameUntilItsHolderReleasesThatTenure() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    AcquireResponse a = acquire("job", "a#1", 1, sa);
+
+    CoreState.Applied deleted = delete(CoreState.LEASE_PREFIX + "job");
+
+    DeleteResponse response = DeleteResponse.parseFrom(deleted.reply().getOk());
+    assertThat(response.getDeleted()).isTrue();
+    assertThat(response.getPrevKv().getValue().toStringUtf8()).as("who held it").isEqualTo("a#1");
+    assertThat(response.getPrevKv().getCreateRevision()).as("with which token").isEqualTo(a.getToken());
+    assertThat(deleted.events()).singleElement().satisfies(e -> {
+      assertThat(e.getType()).isEqualTo(Event.Type.DELETE);
+      assertThat(e.getCause()).isEqualTo(CoreState.REVOKED_BY_OPERATOR);
+    });
+    assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList()).isEmpty();
+    assertThat(state.counts().getHeldLeases()).isZero();
+    AcquireResponse b = acquire("job", "b#1", 1, sb);
+    assertThat(b.getAcquired()).as("another holder's acquire while the holder may still work").isFalse();
+    assertThat(b.getHolder()).isEqualTo("a#1");
+    assertThat(acquire("job", "a#1", 1, sa).getAcquired()).as("a late copy of the revoked tenure's acquire").isFalse();
+    assertThat(keepAlive(sa).getAliveList()).containsExactly(sa);
+    assertThat(keepAlive(sa).getRevokedList()).containsExactly(revoked(sa, "job", a.getToken()));
+    assertThat(keepAlive(sb).getRevokedList()).isEmpty();
+    assertThat(DeleteResponse.parseFrom(delete(CoreState.LEASE_PREFIX + "job").reply().getOk()).getDeleted())
+        .as("a second delete finds nothing")
+        .isFalse();
+
+    assertThat(release("job", "b#1", a.getToken())).as("another holder cannot end the tombstone").isFalse();
+    assertThat(release("job", "a#1", a.getToken())).as("the holder says it stopped").isTrue();
+
+    assertThat(keepAlive(sa).getRevokedList()).isEmpty();
+    AcquireResponse b2 = acquire("job", "b#1", 2, sb);
+    assertThat(b2.getAcquired()).isTrue();
+    assertThat(b2.getToken()).isGreaterThan(a.getToken());
+  }
+
+  @Test
+  void aRevokedTenureBlocksItsNameUntilItsSessionExpiresIfTheHolderNeverAnswers() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+    assertThat(acquire("job", "b#1", 1, sb).getAcquired()).isFalse();
+
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(sa).setTerm(term)).build());
+
+    assertThat(acquire("job", "b#1", 2, sb).getAcquired()).isTrue();
+  }
+
+  @Test
+  void theHolderOfARevokedTenureAskingAnewGetsANewTenure() throws IOException {
+    long sa = grant(10_000);
+    AcquireResponse first = acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+
+    AcquireResponse again = acquire("job", "a#1", 2, sa);
+
+    assertThat(again.getAcquired()).isTrue();
+    assertThat(again.getToken()).isGreaterThan(first.getToken());
+    assertThat(keepAlive(sa).getRevokedList()).isEmpty();
+    assertThat(release("job", "a#1", first.getToken())).as("a late release of the revoked tenure").isFalse();
+    assertThat(state.counts().getHeldLeases()).isEqualTo(1);
+  }
+
+  @Test
+  void anOperatorsRevokeOfASessionFreesNothingUntilItExpires() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    Command revoke = Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sa)).build();
+
+    CoreState.Applied applied = apply(revoke);
+
+    assertThat(applied.events()).isEmpty();
+    assertThat(applied.change()).isEqualTo(new CoreState.Change.None());
+    assertThat(keepAlive(sa).getGoneList()).as("no longer kept alive").containsExactly(sa);
+    assertThat(state.counts().getHeldLeases()).isEqualTo(1);
+    assertThat(acquire("job", "b#1", 1, sb).getAcquired()).isFalse();
+    CoreState.Applied attach =
+        apply(Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("other").setHolder("a#1").setRequestId(2).setSessionId(sa)).build());
+    assertThat(attach.reply().getFailure().getCode()).as("nothing new attaches to it").isEqualTo(Failure.Code.SESSION_NOT_FOUND);
+
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(sa).setTerm(term)).build());
+    assertThat(acquire("job", "b#1", 2, sb).getAcquired()).isTrue();
+  }
+
+  @Test
+  void theHoldersOwnRevokeOnCloseEndsTheSessionAtOnce() throws IOException {
+    long sa = grant(10_000);
+    acquire("job", "a#1", 1, sa);
+    Command revoke =
+        Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sa).setHolderClosing(true)).build();
+
+    CoreState.Applied applied = apply(revoke);
+
+    assertThat(applied.change()).isEqualTo(new CoreState.Change.Ended(sa));
+    assertThat(applied.events()).extracting(Event::getCause).containsExactly("session revoked");
+    assertThat(state.hasSession(sa)).isFalse();
+  }
+
+  @Test
+  void aSnapshotKeepsTombstonesAndRevokedSessions() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    long sc = grant(10_000);
+    AcquireResponse a = acquire("job", "a#1", 1, sa);
+    delete(CoreState.LEASE_PREFIX + "job");
+    apply(Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(sc)).build());
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(out.toByteArray()));
+
+    ByteArrayOutputStream again = new ByteArrayOutputStream();
+    restored.writeSnapshot(again);
+    assertThat(again.toByteArray()).isEqualTo(out.toByteArray());
+    KeepAliveResponse.Builder ofA = KeepAliveResponse.newBuilder();
+    assertThat(restored.keepAlive(sa, ofA)).isTrue();
+    assertThat(ofA.getRevokedList()).containsExactly(revoked(sa, "job", a.getToken()));
+    assertThat(restored.keepAlive(sc, KeepAliveResponse.newBuilder())).as("the revoked session").isFalse();
+    Command b = Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("job").setHolder("b#1").setRequestId(1).setSessionId(sb)).build();
+    assertThat(AcquireResponse.parseFrom(restored.apply(1000, term, b).reply().getOk()).getAcquired()).isFalse();
+  }
+
+  @Test
+  void aSnapshotOfFormat1IsStillRead() throws IOException {
+    long s = grant(10_000);
+    acquire("job", "a#1", 1, s);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    state.writeSnapshot(out);
+    byte[] format1 = out.toByteArray();
+    ByteBuffer.wrap(format1).putInt(4, 1); // a format-1 body is a format-2 body without the new fields
+
+    CoreState restored = new CoreState();
+    restored.readSnapshot(new ByteArrayInputStream(format1));
+
+    assertThat(restored.counts()).isEqualTo(state.counts());
   }
 }

@@ -31,6 +31,11 @@ public interface LeaseStore {
    *   <li>a record of another holder: answer {@link AcquireResult.HeldElsewhere}.</li>
    * </ul>
    *
+   * <p>A backend should give up on the request once its {@linkplain AcquireRequest#timeout()
+   * timeout} has passed rather than retry it further, and must not keep a record alive on its own
+   * account: a record the holder never learned of (its answer was lost) must end by itself within
+   * one TTL (see {@link #abandon}), so that nobody keeps a name that no holder believes it has.
+   *
    * @param request what to acquire, for whom, and when the request was sent
    * @return the store's answer
    */
@@ -50,6 +55,21 @@ public interface LeaseStore {
   CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos);
 
   /**
+   * {@link #renew Renews} {@code tenure} for {@code acquire()} while holding, which promises one
+   * round trip that confirms the tenure: the answer must reflect the store as of a moment after
+   * this call, never an earlier answer cached for many leases (a shared keep-alive, a watch that
+   * may be silent). A backend whose {@code renew} already asks the store about this very tenure
+   * need not override this.
+   *
+   * @param tenure the tenure to confirm
+   * @param sentAtNanos the holder's ticker reading when it sent the request
+   * @return the store's answer, as for {@link #renew}
+   */
+  default CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    return renew(tenure, sentAtNanos);
+  }
+
+  /**
    * Removes the record if and only if it is still exactly {@code tenure}; otherwise does nothing.
    * Completes normally in both cases, once the store has answered. Being conditional on the
    * tenure is what makes a late or repeated release harmless to the next holder.
@@ -58,4 +78,25 @@ public interface LeaseStore {
    * @return completes once the store answered
    */
   CompletableFuture<Void> release(Tenure tenure);
+
+  /**
+   * The holder gave up on {@code request} for good without learning its outcome (every attempt
+   * timed out or failed, or the lease was closed meanwhile), and will never send it again: if the
+   * store holds a record made by it — the same lease, holder and request id — end it, as {@link
+   * #release} would. Best effort: completes once the store answered, exceptionally if it could not
+   * be reached; the holder does not retry.
+   *
+   * <p>Keying on the request id is what makes this safe: a later acquire of the same holder has a
+   * greater request id and replaces such a record in the store (so an abandon never ends it), and
+   * another holder's record never matches. A backend that cannot look a record up by request id
+   * may rely on expiry instead — that is the default, which does nothing — provided the record
+   * then ends within one TTL: nothing of the backend (a shared session, a keep-alive) may keep it
+   * alive on behalf of a request whose holder never learned it was granted.
+   *
+   * @param request the acquire request given up on
+   * @return completes once the store answered
+   */
+  default CompletableFuture<Void> abandon(AcquireRequest request) {
+    return CompletableFuture.completedFuture(null);
+  }
 }

@@ -12,6 +12,7 @@ import io.leasehold.Ticker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -94,6 +95,11 @@ public final class ManagedLease implements Lease {
   private long lastRequestId;
   /** The highest token the store reported gone; a grant at or below it arrived too late. */
   private long lostUpTo = Long.MIN_VALUE;
+  /**
+   * Grants of the acquire() call in progress that it will not use, kept until the call answers:
+   * a retry of the same request may still get the same tenure back, and must not find it released.
+   */
+  private final List<Tenure> unusedGrants = new ArrayList<>();
 
   /**
    * Makes a lease object with a fresh incarnation; it holds nothing until {@link #acquire()}.
@@ -296,7 +302,7 @@ public final class ManagedLease implements Lease {
 
   /** Acquire while holding: one renewal round trip proves the tenure is still ours. */
   private void confirm(Tenancy t, CompletableFuture<Boolean> result) {
-    renewNow(t)
+    renewNow(t, true)
         .whenComplete(
             (renewed, error) -> {
               if (error != null) {
@@ -317,16 +323,19 @@ public final class ManagedLease implements Lease {
 
   /** Answers the acquire() call in progress, if {@code result} is still it. */
   private void finishAcquire(CompletableFuture<Boolean> result, Boolean value, Throwable error) {
+    List<Tenure> unused;
     synchronized (lock) {
       if (acquiring == result) {
         acquiring = null;
       }
+      unused = takeUnusedGrants();
     }
     if (error != null) {
       result.completeExceptionally(error);
     } else {
       result.complete(value);
     }
+    unused.forEach(this::releaseQuietly);
   }
 
   private void attempt(CompletableFuture<Boolean> result, long requestId, int attemptNo) {
@@ -337,10 +346,68 @@ public final class ManagedLease implements Lease {
     }
     long sent = ticker.read();
     AcquireRequest request =
-        new AcquireRequest(settings.name(), holder, requestId, settings.ttl(), sent);
-    withTimeout(() -> store.acquire(request), "acquire")
+        new AcquireRequest(
+            settings.name(), holder, requestId, settings.ttl(), sent, settings.operationTimeout());
+    withTimeout(
+            () -> store.acquire(request),
+            timeoutNanos,
+            "acquire",
+            (answer, error) -> lateAnswer(request, answer))
         .whenComplete(
             guarded(result, (answer, error) -> onAttempt(result, request, attemptNo, answer, error)));
+  }
+
+  /**
+   * The store answered an attempt after the engine had given up on it. A grant is of no use now
+   * and, left alone, would keep the name from everyone until it expired; so it goes back at once.
+   */
+  private void lateAnswer(AcquireRequest request, AcquireResult answer) {
+    if (answer instanceof AcquireResult.Acquired granted) {
+      log.info(
+          "The store granted lease '{}' to {} (token {}) after the acquire attempt had timed out;"
+              + " giving it back",
+          settings.name(),
+          holder,
+          granted.token());
+      giveBack(
+          new Tenure(settings.name(), holder, request.requestId(), granted.token(), settings.ttl()));
+    }
+  }
+
+  /**
+   * Releases a grant this holder does not use, conditional on its token, so that it can never end
+   * a newer tenure. While the acquire() call of its request id is still in progress, a retry of
+   * that call may get the same tenure back and begin it: then the release waits until the call
+   * answered, and is skipped if the tenure became the current one.
+   */
+  private void giveBack(Tenure grant) {
+    synchronized (lock) {
+      Tenure inUse = current.tenure;
+      if (inUse != null && inUse.token() == grant.token()) {
+        return; // a retry got this very tenure: it is the current one, live or already ended
+      }
+      if (!closed && acquiring != null && lastRequestId == grant.requestId()) {
+        unusedGrants.add(grant);
+        return;
+      }
+    }
+    releaseQuietly(grant);
+  }
+
+  /** Takes the grants kept for the call that just answered, except the tenure it began. */
+  private List<Tenure> takeUnusedGrants() {
+    if (unusedGrants.isEmpty()) {
+      return List.of();
+    }
+    Tenure inUse = current.tenure;
+    List<Tenure> unused = new ArrayList<>();
+    for (Tenure grant : unusedGrants) {
+      if (inUse == null || inUse.token() != grant.token()) {
+        unused.add(grant);
+      }
+    }
+    unusedGrants.clear();
+    return unused;
   }
 
   private void onAttempt(
@@ -350,7 +417,6 @@ public final class ManagedLease implements Lease {
       AcquireResult answer,
       Throwable error) {
     Throwable failure = error != null || answer != null ? error : noAnswer("acquire");
-    Tenure lateGrant = null;
     if (answer instanceof AcquireResult.Acquired granted) {
       long sent = request.sentAtNanos();
       long deadline = earlier(sent, granted.validFromNanos()) + windowNanos;
@@ -360,7 +426,7 @@ public final class ManagedLease implements Lease {
       if (failure == null) {
         return;
       }
-      lateGrant = tenure;
+      giveBack(tenure); // of no use; released when the call answers, unless a retry begins it
     }
     boolean closedNow;
     synchronized (lock) {
@@ -371,10 +437,12 @@ public final class ManagedLease implements Lease {
         return;
       }
     }
-    if (lateGrant != null) {
-      releaseQuietly(lateGrant);
-    }
+    // No answer at all: the store may have granted the request without this holder learning it.
+    boolean outcomeUnknown = answer == null;
     if (closedNow) {
+      if (outcomeUnknown) {
+        abandonQuietly(request);
+      }
       return; // close() answered it
     } else if (answer instanceof AcquireResult.HeldElsewhere elsewhere) {
       log.debug(
@@ -393,6 +461,9 @@ public final class ManagedLease implements Lease {
               failure,
               "acquire of lease '" + settings.name() + "' as " + holder + " failed after "
                   + (attemptNo + 1) + " attempt(s); outcome unknown"));
+      if (outcomeUnknown) {
+        abandonQuietly(request);
+      }
     }
   }
 
@@ -457,10 +528,22 @@ public final class ManagedLease implements Lease {
    * renewed, {@code false} if the tenure is over, exceptionally if the store did not answer.
    */
   private CompletableFuture<Boolean> renewNow(Tenancy t) {
+    return renewNow(t, false);
+  }
+
+  /**
+   * As {@link #renewNow(Tenancy)}; with {@code confirm} (acquire() while holding) it asks the
+   * store through {@link LeaseStore#confirm} and does not join a renewal already in flight, whose
+   * answer may reflect the store as it was before the call: it waits for that one, then asks.
+   */
+  private CompletableFuture<Boolean> renewNow(Tenancy t, boolean confirm) {
     CompletableFuture<Boolean> result;
     synchronized (lock) {
       if (t.renewal != null) {
-        return t.renewal.copy();
+        if (!confirm) {
+          return t.renewal.copy();
+        }
+        return t.renewal.handle((ignored, error) -> null).thenCompose(ignored -> renewNow(t, true));
       }
       t.renewTimer.cancel();
       result = t.renewal = new CompletableFuture<>();
@@ -472,7 +555,10 @@ public final class ManagedLease implements Lease {
       return result.copy();
     }
     long timeout = Math.min(timeoutNanos, d - sent);
-    withTimeout(() -> store.renew(t.tenure, sent), timeout, "renewal")
+    withTimeout(
+            () -> confirm ? store.confirm(t.tenure, sent) : store.renew(t.tenure, sent),
+            timeout,
+            "renewal")
         .whenComplete(
             (answer, error) -> {
               try {
@@ -653,6 +739,13 @@ public final class ManagedLease implements Lease {
       }
     } finally {
       t.notifying = null;
+      if (reason.kind() == LeaseLost.Kind.REVOKED) {
+        // The store reported the tenure revoked. A store that keeps a revoked record as a
+        // tombstone, so that nobody else gets the name before this holder stopped, frees the name
+        // once the holder releases exactly that tenure: now, after the handlers that stop the
+        // work ran. Elsewhere a no-op: a release is conditional on the tenure.
+        releaseQuietly(t.tenure);
+      }
       t.lossHandled.complete(null);
     }
   }
@@ -769,6 +862,32 @@ public final class ManagedLease implements Lease {
     }
   }
 
+  /**
+   * Best effort, one attempt: asks the store to end a record that {@code request}, given up on
+   * without an answer, may have made. If the store cannot be reached, the record expires with its
+   * TTL: the backend keeps nothing alive for it.
+   */
+  private void abandonQuietly(AcquireRequest request) {
+    log.debug(
+        "Gave up on acquiring lease '{}' as {} (request {}) without an answer; asking the store to"
+            + " drop a record it may have made",
+        settings.name(),
+        holder,
+        request.requestId());
+    withTimeout(() -> store.abandon(request), "abandon")
+        .whenComplete(
+            (ok, error) -> {
+              if (error != null) {
+                log.debug(
+                    "Could not abandon request {} of lease '{}'; a record it made expires with"
+                        + " its TTL: {}",
+                    request.requestId(),
+                    settings.name(),
+                    error.toString());
+              }
+            });
+  }
+
   /** Best effort, one attempt: ends a tenure we no longer use, conditional on its token. */
   private void releaseQuietly(Tenure tenure) {
     withTimeout(() -> store.release(tenure), "release")
@@ -809,6 +928,7 @@ public final class ManagedLease implements Lease {
   CompletableFuture<Void> closeAsync() {
     CompletableFuture<Boolean> pendingAcquire;
     CompletableFuture<Void> pendingRelease;
+    List<Tenure> unused;
     synchronized (lock) {
       if (closed) {
         return CompletableFuture.completedFuture(null);
@@ -820,10 +940,12 @@ public final class ManagedLease implements Lease {
       if (pendingAcquire != null) {
         acquiring = null;
       }
+      unused = takeUnusedGrants();
     }
     if (pendingAcquire != null) {
       pendingAcquire.completeExceptionally(closedException());
     }
+    unused.forEach(this::releaseQuietly);
     // Handlers stay registered: a loss found by this close, or found just before it and not yet
     // delivered, is still reported.
     CompletableFuture<?> before =
@@ -901,12 +1023,23 @@ public final class ManagedLease implements Lease {
   // Helpers.
 
   private <T> CompletableFuture<T> withTimeout(Supplier<CompletableFuture<T>> call, String what) {
-    return withTimeout(call, timeoutNanos, what);
+    return withTimeout(call, timeoutNanos, what, null);
   }
 
-  /** Runs a store call with a timeout on the runtime's clock (virtual in tests). */
   private <T> CompletableFuture<T> withTimeout(
       Supplier<CompletableFuture<T>> call, long timeout, String what) {
+    return withTimeout(call, timeout, what, null);
+  }
+
+  /**
+   * Runs a store call with a timeout on the runtime's clock (virtual in tests). An answer that
+   * comes after the timeout is handed to {@code late}, if given, instead of being dropped.
+   */
+  private <T> CompletableFuture<T> withTimeout(
+      Supplier<CompletableFuture<T>> call,
+      long timeout,
+      String what,
+      BiConsumer<T, Throwable> late) {
     CompletableFuture<T> result = new CompletableFuture<>();
     Scheduler.Cancellable timer =
         timers.schedule(
@@ -927,10 +1060,14 @@ public final class ManagedLease implements Lease {
     pending.whenComplete(
         (value, error) -> {
           timer.cancel();
-          if (error != null) {
-            result.completeExceptionally(unwrap(error));
-          } else {
-            result.complete(value);
+          boolean inTime =
+              error != null ? result.completeExceptionally(unwrap(error)) : result.complete(value);
+          if (!inTime && late != null) {
+            try {
+              late.accept(value, error);
+            } catch (RuntimeException | Error e) {
+              log.error("Handling a late store answer for lease '{}' failed", settings.name(), e);
+            }
           }
         });
     return result;

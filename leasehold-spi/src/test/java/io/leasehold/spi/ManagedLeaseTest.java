@@ -426,6 +426,51 @@ class ManagedLeaseTest {
     assertThat(lease.remaining()).isEqualTo(WINDOW);
   }
 
+  /**
+   * A store that keeps a revoked record as a tombstone (so that nobody else gets the name before
+   * its holder stopped) frees the name when the holder releases that tenure: after the handlers.
+   */
+  @Test
+  void aRevokedTenureIsReleasedOnceTheHandlersRanNotBefore() {
+    ManagedLease lease = held(4);
+    List<Integer> releasesWhileHandling = new CopyOnWriteArrayList<>();
+    lease.onLost(lost -> releasesWhileHandling.add(store.releases.size()));
+
+    lease.storeReportedLoss(4, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted by an operator"));
+    advance(Duration.ZERO);
+
+    assertThat(releasesWhileHandling).containsExactly(0);
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(4));
+  }
+
+  /**
+   * acquire() while holding asks the store to confirm the tenure as of now: it does not take the
+   * answer of a renewal sent before it was called.
+   */
+  @Test
+  void acquireWhileHoldingAsksTheStoreToConfirmAfterARenewalAlreadyInFlight() {
+    ManagedLease lease = held(3);
+    advance(HEARTBEAT);
+    ScriptedStore.Renew periodic = store.lastRenewal();
+    assertThat(periodic.confirm()).isFalse();
+
+    CompletableFuture<Boolean> confirmed = lease.acquire();
+    assertThat(store.renewals).as("no confirmation while the earlier renewal is in flight").hasSize(1);
+    periodic.reply().complete(new RenewResult.Renewed(periodic.sentAtNanos()));
+    assertThat(confirmed).as("the earlier renewal does not answer it").isNotDone();
+    ScriptedStore.Renew confirmation = store.lastRenewal();
+    assertThat(confirmation.confirm()).isTrue();
+    confirmation.reply().complete(new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED, "deleted")));
+    advance(Duration.ZERO);
+
+    assertThat(losses).extracting(LeaseLost::kind).containsExactly(LeaseLost.Kind.REVOKED);
+    assertThat(store.acquires).as("a fresh acquisition after the loss").hasSize(2);
+    assertThat(store.lastAcquire().request().requestId()).isEqualTo(2);
+    store.grant(9);
+    assertThat(confirmed).isCompletedWithValue(true);
+    assertThat(lease.fencingToken()).hasValue(9);
+  }
+
   @Test
   void aRefusedAcquireRemembersTheHolderTheStoreNamedUntilAnAcquireSucceeds() {
     ManagedLease lease = lease(settings().build());
@@ -448,5 +493,103 @@ class ManagedLeaseTest {
     store.grant(4);
     assertThat(acquired).isCompletedWithValue(true);
     assertThat(lease.lastKnownHolder()).as("we hold it now").isEmpty();
+  }
+
+  // Ghost grants (finding 5): a grant nobody believes in must not keep the name taken.
+
+  @Test
+  void aGrantThatArrivesAfterTheAcquireTimedOutIsReleasedAtOnce() {
+    ManagedLease lease = lease(settings().operationTimeout(Duration.ofSeconds(1)).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(Duration.ofSeconds(1)); // the engine gives up: outcome unknown
+    assertThatThrownBy(acquired::join).hasCauseInstanceOf(LeaseTimeoutException.class);
+
+    store.grant(7); // ... and then the store's answer arrives: it did grant it
+
+    assertThat(lease.checkAlive()).isFalse();
+    assertThat(store.releases)
+        .as("the late grant is released, conditional on its token")
+        .singleElement()
+        .satisfies(r -> assertThat(r.tenure().token()).isEqualTo(7));
+  }
+
+  @Test
+  void aLateGrantIsNotReleasedWhileARetryOfTheSameRequestMayStillBeginIt() {
+    ManagedLease lease =
+        lease(settings().acquireRetries(1).operationTimeout(Duration.ofSeconds(1)).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(Duration.ofSeconds(1)); // the first attempt times out
+    advance(Duration.ofMillis(500)); // the retry, with the same request id, goes out
+    assertThat(store.acquires).hasSize(2);
+
+    ScriptedStore.grant(store.acquires.get(0), 5); // the first attempt's answer, late
+    assertThat(store.releases).as("the retry may still get this very tenure").isEmpty();
+    ScriptedStore.grant(store.acquires.get(1), 5); // it does: the store saw a retry
+
+    assertThat(acquired).isCompletedWithValue(true);
+    assertThat(lease.fencingToken()).hasValue(5);
+    assertThat(store.releases).as("nothing released under the live tenure").isEmpty();
+    assertThat(store.abandoned).isEmpty();
+  }
+
+  @Test
+  void aLateGrantIsReleasedOnceTheRetriesGaveUpToo() {
+    ManagedLease lease =
+        lease(settings().acquireRetries(1).operationTimeout(Duration.ofSeconds(1)).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    advance(Duration.ofMillis(1500)); // the first attempt timed out, the retry went out
+    ScriptedStore.grant(store.acquires.get(0), 5);
+    assertThat(store.releases).isEmpty();
+
+    advance(Duration.ofSeconds(1)); // the retry times out as well: the call fails
+
+    assertThatThrownBy(acquired::join).hasCauseInstanceOf(LeaseTimeoutException.class);
+    assertThat(store.releases)
+        .singleElement()
+        .satisfies(r -> assertThat(r.tenure().token()).isEqualTo(5));
+    ScriptedStore.grant(store.acquires.get(1), 5); // the retry's late answer: the same tenure
+    assertThat(store.releases).hasSize(2).allSatisfy(r -> assertThat(r.tenure().token()).isEqualTo(5));
+    assertThat(lease.checkAlive()).isFalse();
+  }
+
+  @Test
+  void anAcquireThatNeverGetsAnAnswerIsAbandonedInTheStore() {
+    ManagedLease lease = lease(settings().operationTimeout(Duration.ofSeconds(1)).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    advance(Duration.ofSeconds(1));
+
+    assertThatThrownBy(acquired::join).hasCauseInstanceOf(LeaseTimeoutException.class);
+    assertThat(store.abandoned)
+        .as("the request given up on, so the store can drop a record it may have made")
+        .singleElement()
+        .satisfies(r -> assertThat(r.requestId()).isEqualTo(store.acquires.get(0).request().requestId()));
+    assertThat(store.acquires.get(0).request().timeout())
+        .as("the store is told how long the engine waits, so it can stop retrying then")
+        .isEqualTo(Duration.ofSeconds(1));
+  }
+
+  @Test
+  void aRefusedAcquireIsNotAbandoned() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> refused = lease.acquire();
+
+    store.lastAcquire().reply().complete(new AcquireResult.HeldElsewhere("node-2#0123456789abcdef"));
+
+    assertThat(refused).isCompletedWithValue(false);
+    assertThat(store.abandoned).isEmpty();
+    assertThat(store.releases).isEmpty();
+  }
+
+  @Test
+  void closeDuringAnAcquireThatNeverGetsAnAnswerAbandonsIt() {
+    ManagedLease lease = lease(settings().operationTimeout(Duration.ofSeconds(1)).build());
+    lease.acquire();
+
+    lease.closeAsync();
+    assertThat(store.abandoned).as("the attempt may still be answered").isEmpty();
+    advance(Duration.ofSeconds(1));
+
+    assertThat(store.abandoned).hasSize(1);
   }
 }

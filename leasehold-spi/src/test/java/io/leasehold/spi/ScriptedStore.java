@@ -14,13 +14,15 @@ final class ScriptedStore implements LeaseStore {
 
   record Acquire(AcquireRequest request, CompletableFuture<AcquireResult> reply) {}
 
-  record Renew(Tenure tenure, long sentAtNanos, CompletableFuture<RenewResult> reply) {}
+  /** A renewal; {@code confirm} when the engine asked through {@link LeaseStore#confirm}. */
+  record Renew(Tenure tenure, long sentAtNanos, CompletableFuture<RenewResult> reply, boolean confirm) {}
 
   record Release(Tenure tenure, CompletableFuture<Void> reply) {}
 
   final List<Acquire> acquires = new CopyOnWriteArrayList<>();
   final List<Renew> renewals = new CopyOnWriteArrayList<>();
   final List<Release> releases = new CopyOnWriteArrayList<>();
+  final List<AcquireRequest> abandoned = new CopyOnWriteArrayList<>();
 
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
@@ -31,7 +33,14 @@ final class ScriptedStore implements LeaseStore {
 
   @Override
   public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
-    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>());
+    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>(), false);
+    renewals.add(call);
+    return call.reply;
+  }
+
+  @Override
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    Renew call = new Renew(tenure, sentAtNanos, new CompletableFuture<>(), true);
     renewals.add(call);
     return call.reply;
   }
@@ -41,6 +50,12 @@ final class ScriptedStore implements LeaseStore {
     Release call = new Release(tenure, new CompletableFuture<>());
     releases.add(call);
     return call.reply;
+  }
+
+  @Override
+  public CompletableFuture<Void> abandon(AcquireRequest request) {
+    abandoned.add(request);
+    return CompletableFuture.completedFuture(null);
   }
 
   Acquire lastAcquire() {
@@ -55,7 +70,11 @@ final class ScriptedStore implements LeaseStore {
 
   /** Grants the last acquire with {@code token}, counting the TTL from the request's send time. */
   void grant(long token) {
-    Acquire call = lastAcquire();
+    grant(lastAcquire(), token);
+  }
+
+  /** Grants {@code call} with {@code token}, counting the TTL from the request's send time. */
+  static void grant(Acquire call, long token) {
     call.reply.complete(new AcquireResult.Acquired(token, call.request.sentAtNanos()));
   }
 }

@@ -7,6 +7,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseTimeoutException;
 import io.leasehold.Subscription;
 import io.leasehold.Ticker;
 import java.lang.reflect.Method;
@@ -477,7 +478,48 @@ public abstract class LeaseContractSuite {
     awaitLosses(losses, 1);
     assertThat(losses.first().reason().kind()).isEqualTo(LeaseLost.Kind.REVOKED);
     assertNotHeld(a);
+    // Not necessarily at once: a store may keep the name blocked until owner-a confirmed it stopped.
+    keepAcquiring(b, () -> {});
+  }
+
+  /**
+   * An operator deletes the record while its holder cannot hear of it (cut off: no event, no
+   * renewal reaches it). The name must go to nobody else before the holder stopped: the store keeps
+   * it blocked until the holder confirmed the revocation or its whole safe window has passed.
+   */
+  @Test
+  void aRecordDeletedInTheStoreGoesToNobodyElseBeforeItsHolderStopped() {
+    String name = leaseName();
+    Contender processA = contender();
+    Lease a = lease(processA, name, "owner-a");
+    Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfA = recordLosses(a);
+    ExclusivityChecker checker = new ExclusivityChecker();
+    long tokenOfA = hold(a);
+
+    processA.cutOff();
+    fixture.revokeInStore(name);
+    long acquiredByB =
+        keepAcquiring(
+            b,
+            () -> {
+              checker.sample(a);
+              checker.sample(b);
+            });
+    checker.sample(b); // the newer holder first: a live sample of owner-a after it is overlap
+    checker.sample(a);
+
+    assertThat(a.checkAlive()).as("owner-a's checkAlive() once owner-b holds the lease").isFalse();
+    assertThat(lossesOfA.count()).as("owner-a's onLost calls once owner-b holds the lease").isEqualTo(1);
+    assertThat(acquiredByB - lossesOfA.first().atNanos())
+        .as("owner-a's onLost ran before owner-b's acquire succeeded")
+        .isPositive();
+    assertThat(b.fencingToken().orElseThrow()).isGreaterThan(tokenOfA);
+    checker.assertExclusive();
+
+    processA.heal();
     hold(b);
+    assertThat(result(a.acquire())).as("owner-a's acquire after the partition healed").isFalse();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -602,7 +644,12 @@ public abstract class LeaseContractSuite {
   // ---------------------------------------------------------------------------------------------
   // The four scenarios of the source document.
 
-  /** (a) Two (here four) owners acquire at the same moment: exactly one wins, every time. */
+  /**
+   * (a) Two (here four) owners acquire at the same moment: never two winners, and exactly one in
+   * every round where each acquire got an answer. An acquire that times out has an unknown outcome
+   * (the contract allows it, and the engine releases a grant that arrives too late); a round with
+   * one is inconclusive, and at most 1% of rounds may be.
+   */
   @Test
   void concurrentAcquiresFromDifferentOwnersHaveExactlyOneWinner() throws Exception {
     List<Contender> processes = new ArrayList<>();
@@ -610,6 +657,7 @@ public abstract class LeaseContractSuite {
       processes.add(contender());
     }
     ExecutorService threads = Executors.newFixedThreadPool(CONCURRENT_CONTENDERS);
+    int inconclusive = 0;
     try {
       for (int round = 0; round < CONCURRENT_ROUNDS; round++) {
         String name = leaseName();
@@ -629,13 +677,27 @@ public abstract class LeaseContractSuite {
         }
         start.countDown();
         int winners = 0;
+        boolean unknown = false;
         for (Future<CompletableFuture<Boolean>> call : calls) {
           CompletableFuture<Boolean> outcome = call.get(patience().toMillis(), TimeUnit.MILLISECONDS);
-          if (result(outcome)) {
-            winners++;
+          time.awaitDone(outcome, patience());
+          try {
+            if (outcome.join()) {
+              winners++;
+            }
+          } catch (CompletionException e) {
+            if (!(e.getCause() instanceof LeaseTimeoutException)) {
+              throw e;
+            }
+            unknown = true; // the contract allows "outcome unknown"; that contender did not win
           }
         }
-        assertThat(winners).as("winners in round %d", round).isEqualTo(1);
+        assertThat(winners).as("winners in round %d", round).isLessThanOrEqualTo(1);
+        if (unknown) {
+          inconclusive++;
+        } else {
+          assertThat(winners).as("winners in round %d, where every acquire answered", round).isEqualTo(1);
+        }
         for (Lease lease : leases) {
           lease.close();
         }
@@ -643,6 +705,10 @@ public abstract class LeaseContractSuite {
     } finally {
       threads.shutdownNow();
     }
+    // A store may time out now and then on a busy machine; it may not do so as a rule.
+    assertThat(inconclusive)
+        .as("rounds in which an acquire timed out (outcome unknown), of %d", CONCURRENT_ROUNDS)
+        .isLessThanOrEqualTo(CONCURRENT_ROUNDS / 100);
   }
 
   /**

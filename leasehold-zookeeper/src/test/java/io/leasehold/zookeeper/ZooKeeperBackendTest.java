@@ -128,19 +128,23 @@ class ZooKeeperBackendTest {
 
   @Test
   void aLateReleaseCannotDeleteANodeRecreatedAtTheSamePathAndVersion() throws Exception {
-    try (ZooKeeperBackend first = open(); ZooKeeperBackend second = open()) {
+    try (ZooKeeperBackend second = open(); ZooKeeperBackend late = open()) {
       HolderId a = HolderId.newIncarnation("a");
-      long tokenOfA = granted(first.store().acquire(request("recreated", a, 1)));
-      admin.delete().forPath(CHROOT + ZNodes.holderNode("recreated")); // an operator's revoke
+      long tokenOfA;
+      try (ZooKeeperBackend first = open()) {
+        tokenOfA = granted(first.store().acquire(request("recreated", a, 1)));
+      } // A's session ends, and its holder node with it (an operator's delete would block the
+      // name until A stopped: see ZooKeeperStoreDeleteTest)
       HolderId b = HolderId.newIncarnation("b");
       long tokenOfB = granted(second.store().acquire(request("recreated", b, 1)));
       assertThat(holderNode("recreated").getVersion()).as("same node version as A's had").isZero();
 
-      first.store().release(new Tenure("recreated", a, 1, tokenOfA, TTL)).join();
+      late.store().release(new Tenure("recreated", a, 1, tokenOfA, TTL)).join();
 
       assertThat(holderNode("recreated").getCzxid()).isEqualTo(tokenOfB);
     }
   }
+
 
   @Test
   void aGrantThatNoLeaseRenewsIsReapedAfterItsTtl() throws Exception {

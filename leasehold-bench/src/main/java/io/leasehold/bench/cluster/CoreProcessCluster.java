@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -19,7 +20,8 @@ import java.util.stream.IntStream;
 
 /**
  * The consistent core: three JVMs, each {@code java -cp <this JVM's class path>
- * io.leasehold.cli.Main server --id nI --peers ... --data-dir <workDir>/nI}, with the server's
+ * io.leasehold.cli.Main server --id nI --peers ... --data-dir <workDir>/nI} (and {@code
+ * --bootstrap} on its first start, which formats the directory), with the server's
  * defaults (Ratis election timeout 300–600 ms, log fsync'd before a write is acknowledged,
  * snapshot every 100,000 entries). Each node serves clients on its port and Raft on the next one.
  * The leader is the node whose {@code Status} RPC reports the role {@code LEADER}.
@@ -29,7 +31,7 @@ final class CoreProcessCluster extends ProcessCluster {
   static final int SIZE = 3;
 
   /** Room for 100,000 leases and their sessions, and the same heap as the ZooKeeper servers. */
-  static final String HEAP = "-Xmx1g";
+  static final String HEAP = Jvm.HEAP;
 
   /** A node without a leader answers Status after its 1 s attempt to read the counts. */
   private static final long STATUS_DEADLINE_MILLIS = 2_500;
@@ -40,6 +42,8 @@ final class CoreProcessCluster extends ProcessCluster {
   private final Object channelLock = new Object();
   private final ManagedChannel[] channels = new ManagedChannel[SIZE];
   private boolean clientsClosed;
+  /** Which nodes have been launched: only a node's first start formats its data directory. */
+  private final boolean[] launched = new boolean[SIZE];
 
   private CoreProcessCluster(Path workDir, int[] ports) {
     super("core", workDir, ids(), IntStream.of(ports).mapToObj(p -> "127.0.0.1:" + p).toList());
@@ -65,8 +69,9 @@ final class CoreProcessCluster extends ProcessCluster {
 
   @Override
   List<String> command(int i) {
-    List<String> command = new ArrayList<>(List.of(Jvm.java(), HEAP, "-XX:+ExitOnOutOfMemoryError"));
-    command.addAll(Jvm.loggingOptions());
+    // The same JVM options as the ZooKeeper servers (Jvm.serverOptions()).
+    List<String> command = new ArrayList<>(List.of(Jvm.java()));
+    command.addAll(Jvm.serverOptions());
     command.addAll(
         List.of(
             "-cp",
@@ -79,6 +84,10 @@ final class CoreProcessCluster extends ProcessCluster {
             peers,
             "--data-dir",
             slot(i).dir.resolve("data").toString()));
+    if (!launched[i]) {
+      command.add("--bootstrap");
+      launched[i] = true;
+    }
     return command;
   }
 
@@ -130,6 +139,21 @@ final class CoreProcessCluster extends ProcessCluster {
       }
     }
     return leader < 0 ? Optional.empty() : Optional.of(leader);
+  }
+
+  /** The held-lease count of the first node that can read it through a leader. */
+  @Override
+  public OptionalLong heldLeases() {
+    for (int i = 0; i < SIZE; i++) {
+      if (!running(i)) {
+        continue;
+      }
+      StatusResponse r = await(ask(i));
+      if (r != null && r.getCountsKnown()) {
+        return OptionalLong.of(r.getHeldLeases());
+      }
+    }
+    return OptionalLong.empty();
   }
 
   private ListenableFuture<StatusResponse> ask(int i) {

@@ -5,7 +5,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Base64;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -32,6 +34,11 @@ final class EtcdProcessCluster extends ProcessCluster {
   private static final Pattern LEADER = Pattern.compile("\"leader\"\\s*:\\s*\"(\\d+)\"");
   private static final Pattern SERVER_VERSION = Pattern.compile("\"etcdserver\"\\s*:\\s*\"([^\"]+)\"");
   private static final Pattern RAFT_TERM = Pattern.compile("\"raftTerm\"\\s*:\\s*\"(\\d+)\"");
+  private static final Pattern COUNT = Pattern.compile("\"count\"\\s*:\\s*\"?(\\d+)");
+  private static final Pattern HEADER = Pattern.compile("\"header\"\\s*:");
+
+  /** Where the etcd backend keeps its leases with the default namespace (docs/etcd.md). */
+  static final String LEASE_KEYS = "/leasehold/leases/";
 
   private final String binary;
   private final int[] clientPorts;
@@ -179,6 +186,34 @@ final class EtcdProcessCluster extends ProcessCluster {
       }
     }
     return leader < 0 ? Optional.empty() : Optional.of(leader);
+  }
+
+  /**
+   * A count-only range over the lease keys of the default namespace ({@code /leasehold/leases/}),
+   * through the first member that answers: a linearizable read that returns no keys. Every lease
+   * key hangs on an etcd lease, so it is gone once its session expired.
+   */
+  @Override
+  public OptionalLong heldLeases() {
+    String from = LEASE_KEYS;
+    String to = LEASE_KEYS.substring(0, LEASE_KEYS.length() - 1) + (char) (LEASE_KEYS.charAt(LEASE_KEYS.length() - 1) + 1);
+    String body = "{\"key\":\"" + base64(from) + "\",\"range_end\":\"" + base64(to) + "\",\"count_only\":true}";
+    for (int i = 0; i < SIZE; i++) {
+      if (!running(i)) {
+        continue;
+      }
+      Optional<String> reply = Loopback.http(clientPorts[i], "POST", "/v3/kv/range", body);
+      if (reply.isPresent() && HEADER.matcher(reply.get()).find()) {
+        String count = find(COUNT, reply.get());
+        // grpc-gateway leaves out a field at its default: no "count" means 0.
+        return OptionalLong.of(count == null ? 0 : Long.parseLong(count));
+      }
+    }
+    return OptionalLong.empty();
+  }
+
+  private static String base64(String s) {
+    return Base64.getEncoder().encodeToString(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 
   private static String find(Pattern pattern, String text) {

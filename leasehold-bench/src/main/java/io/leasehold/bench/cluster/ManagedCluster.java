@@ -2,6 +2,7 @@ package io.leasehold.bench.cluster;
 
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * A store cluster the benchmark started itself, as child processes on loopback, so that it can
@@ -38,6 +39,17 @@ public interface ManagedCluster extends AutoCloseable {
    * when none answers as leader}
    */
   Optional<Integer> leader();
+
+  /**
+   * {@return how many leases the store holds now, all clients' together, as the store itself
+   * counts them (not what any client believes), or empty when no member could tell} Cheap enough
+   * to ask a few times a second while 100,000 leases expire: the core's {@code Status} counts, a
+   * count-only range over etcd's lease keys, ZooKeeper's count of ephemeral nodes ({@code mntr} on
+   * the leader). The default says nothing.
+   */
+  default OptionalLong heldLeases() {
+    return OptionalLong.empty();
+  }
 
   /**
    * Kills member {@code i} with SIGKILL and waits for its process to end; nothing happens if it

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -16,7 +17,7 @@ import java.util.stream.IntStream;
  * org.apache.zookeeper.server.quorum.QuorumPeerMain <workDir>/I/zoo.cfg}, the ZooKeeper server
  * that Curator's client brings (3.9). Settings are those of ZooKeeper's sample configuration:
  * {@code tickTime=2000}, {@code initLimit=10}, {@code syncLimit=5}, every transaction fsync'd
- * before it is acknowledged ({@code forceSync} left at its default, yes). The AdminServer is off
+ * before it is acknowledged ({@code forceSync=yes}, the default, written out). The AdminServer is off
  * (it would take port 8080) and the four-letter words {@code srvr} and {@code ruok} are on: the
  * leader is the server whose {@code srvr} says {@code Mode: leader}.
  *
@@ -31,7 +32,7 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
   static final int SIZE = 3;
 
   /** The same heap as the core nodes. */
-  static final String HEAP = "-Xmx1g";
+  static final String HEAP = Jvm.HEAP;
 
   static final String SESSION_TIMEOUT = "30s";
 
@@ -93,22 +94,23 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
             + "initLimit=" + INIT_LIMIT + "\n"
             + "syncLimit=" + SYNC_LIMIT + "\n"
             + "dataDir=" + data + "\n"
+            + "# The default, written out: every transaction is fsync'd before it is acknowledged.\n"
+            + "forceSync=yes\n"
             + "clientPort=" + clientPorts[i] + "\n"
             + "clientPortAddress=127.0.0.1\n"
             + servers + "\n"
             + "# Off: it would listen on port 8080 in every server.\n"
             + "admin.enableServer=false\n"
-            + "# srvr tells the leader from the followers.\n"
-            + "4lw.commands.whitelist=srvr,ruok\n",
+            + "# srvr tells the leader from the followers; mntr counts the ephemeral nodes (held leases).\n"
+            + "4lw.commands.whitelist=srvr,ruok,mntr,dump\n",
         StandardCharsets.UTF_8);
   }
 
   @Override
   List<String> command(int i) {
-    List<String> command = new ArrayList<>(List.of(Jvm.java(), HEAP, "-XX:+ExitOnOutOfMemoryError"));
-    command.addAll(Jvm.loggingOptions());
-    // The quorum's INFO lines tell the story of elections and syncs.
-    command.add("-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.quorum=info");
+    // The same JVM options as the core's nodes (Jvm.serverOptions()).
+    List<String> command = new ArrayList<>(List.of(Jvm.java()));
+    command.addAll(Jvm.serverOptions());
     command.addAll(List.of("-cp", Jvm.classPath(), MAIN, config(i).toString()));
     return command;
   }
@@ -167,6 +169,38 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
       }
     }
     return leader < 0 ? Optional.empty() : Optional.of(leader);
+  }
+
+  /**
+   * The holder nodes in the leader's {@code dump} of ephemeral nodes: every held lease is one
+   * ephemeral holder node, owned by its holder's session and deleted with it (docs/zookeeper.md).
+   * The leader's, since it applies a session's expiry first.
+   */
+  @Override
+  public OptionalLong heldLeases() {
+    for (int i = 0; i < SIZE; i++) {
+      if (!running(i)) {
+        continue;
+      }
+      Optional<String> mntr = Loopback.exchange(clientPorts[i], "mntr");
+      if (mntr.isEmpty() || !"leader".equals(tabField(mntr.get(), "zk_server_state").orElse(null))) {
+        continue;
+      }
+      // The leader's dump lists every session's ephemeral nodes; a held lease is one holder
+      // node (the backend's per-session marker nodes are ephemeral too, and are not leases).
+      Optional<String> dump = Loopback.exchange(clientPorts[i], "dump");
+      if (dump.isPresent()) {
+        return OptionalLong.of(dump.get().lines().map(String::strip)
+            .filter(l -> l.startsWith("/") && l.contains("/leases/") && l.endsWith("/holder"))
+            .count());
+      }
+    }
+    return OptionalLong.empty();
+  }
+
+  private static Optional<String> tabField(String reply, String name) {
+    String prefix = name + "\t";
+    return reply.lines().filter(l -> l.startsWith(prefix)).map(l -> l.substring(prefix.length()).strip()).findFirst();
   }
 
   /** {@return what {@code srvr} says of server {@code i}'s role: leader, follower, or empty} */

@@ -62,6 +62,10 @@ class ManagedClustersTest {
       assertThat(saysItLeads(kind, members.get(first).endpoint())).as("member %d leads", first).isTrue();
       try (LeaseBackend backend = LeaseBackend.open(cluster.backendUri())) {
         assertThat(newLease(backend, "before").acquire().get(30, TimeUnit.SECONDS)).isTrue();
+        // The store's own count sees the one lease held (the ready probe released its own).
+        await(kind + " counts one held lease")
+            .atMost(FAILOVER)
+            .until(cluster::heldLeases, c -> c.isPresent() && c.getAsLong() == 1);
 
         cluster.kill(first);
         assertThat(started.get(first).isAlive()).isFalse();

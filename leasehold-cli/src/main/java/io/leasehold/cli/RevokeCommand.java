@@ -1,0 +1,121 @@
+package io.leasehold.cli;
+
+import io.leasehold.LeaseException;
+import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.client.CoreBackendProvider;
+import io.leasehold.client.CoreClient;
+import io.leasehold.core.proto.DeleteRequest;
+import io.leasehold.core.proto.DeleteResponse;
+import io.leasehold.core.proto.KeyValue;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code leasehold revoke NAME}: an operator takes a lease away from its holder, safely. */
+@Command(
+    name = "revoke",
+    mixinStandardHelpOptions = true,
+    header = "Takes a lease away from its holder; nobody else gets it before that holder stopped.",
+    description = {
+      "Revokes the current tenure of lease NAME on a Leasehold cluster and prints who held it and"
+          + " with which fencing token. The holder learns of it from its watch or its next"
+          + " keep-alive and stops (its onLost runs); until it has released that tenure, or its"
+          + " session has expired (its whole safe window has passed), the core gives NAME to"
+          + " nobody else. The holder itself may acquire NAME again, as a new tenure with a new"
+          + " token.",
+      "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
+          + Backends.DEV_URI,
+      "On etcd, `etcdctl del <namespace>/leases/NAME` is the same (see docs/etcd.md).",
+      "Exits 0 if a holder's tenure was revoked, 1 if nobody held NAME or no node answered, 2 for"
+          + " bad options."
+    })
+final class RevokeCommand implements Callable<Integer> {
+
+  static final int MAX_NAME_CHARS = 256;
+
+  @Spec private CommandSpec spec;
+
+  @Parameters(index = "0", paramLabel = "NAME", description = "The lease name.")
+  private String name;
+
+  @Option(
+      names = "--backend",
+      paramLabel = "URI",
+      description = "The cluster, leasehold://host:port,host:port,... (default: see above).")
+  private String backend;
+
+  @Option(
+      names = "--timeout",
+      paramLabel = "DURATION",
+      defaultValue = "2s",
+      description = "How long each node has to answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
+  private Duration timeout;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    String uri = Backends.orDefault(backend);
+    List<InetSocketAddress> endpoints = endpoints(uri);
+    if (name.isEmpty() || name.length() > MAX_NAME_CHARS) {
+      throw bad("NAME must be 1 to " + MAX_NAME_CHARS + " characters; was " + name.length());
+    }
+    if (timeout.compareTo(StatusCommand.MIN_TIMEOUT) < 0 || timeout.compareTo(StatusCommand.MAX_TIMEOUT) > 0) {
+      throw bad("--timeout must be between " + Durations.format(StatusCommand.MIN_TIMEOUT) + " and "
+          + Durations.format(StatusCommand.MAX_TIMEOUT) + "; was " + Durations.format(timeout));
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    DeleteResponse response;
+    // Every node in turn, each within --timeout: the client gives up after two rounds.
+    try (CoreClient client = new CoreClient(endpoints, timeout)) {
+      DeleteRequest delete =
+          DeleteRequest.newBuilder().setCall(client.newCall()).setKey(CoreClient.LEASE_PREFIX + name).build();
+      response = client.<DeleteResponse>call((stub, o) -> stub.delete(delete, o)).get();
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof LeaseStoreUnavailableException) {
+        err.println("leasehold revoke: no node of " + uri + " answered; nothing was revoked. Is the cluster"
+            + " running? (" + cause.getMessage() + ")");
+      } else {
+        err.println("leasehold revoke: " + (cause instanceof LeaseException ? cause.getMessage() : cause.toString()));
+      }
+      err.flush();
+      return 1;
+    }
+    if (!response.getDeleted()) {
+      err.println("leasehold revoke: nobody holds lease '" + name + "' on " + uri
+          + " (or it was revoked already and its holder has not stopped yet)");
+      err.flush();
+      return 1;
+    }
+    KeyValue was = response.getPrevKv();
+    out.println("revoked lease '" + name + "': it was held by " + was.getValue().toStringUtf8() + " with token "
+        + was.getCreateRevision());
+    out.println("Nobody else can acquire it until that holder has stopped: it learns of the revocation at"
+        + " its next keep-alive at the latest, or its session expires.");
+    out.flush();
+    return 0;
+  }
+
+  private List<InetSocketAddress> endpoints(String uri) {
+    String source = backend != null ? "--backend" : "$" + Backends.ENV;
+    try {
+      return CoreBackendProvider.endpoints(uri);
+    } catch (IllegalArgumentException e) {
+      throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (revoke works on the"
+          + " consistent core; on etcd use `etcdctl del <namespace>/leases/NAME`): " + e.getMessage());
+    }
+  }
+
+  private ParameterException bad(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+}

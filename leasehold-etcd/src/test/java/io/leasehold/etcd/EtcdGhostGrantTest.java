@@ -1,0 +1,177 @@
+package io.leasehold.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseException;
+import io.leasehold.spi.LeaseRuntime;
+import io.leasehold.testkit.SuiteSettings;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Finding 5 on etcd: a key that no holder believes in — its transaction's answer came after the
+ * engine gave up, or never came — must not keep the name taken. The lossy process's jetcd client
+ * delivers its requests but loses or delays chosen replies; its keep-alives are untouched, as in a
+ * process that is otherwise healthy.
+ */
+@Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class EtcdGhostGrantTest {
+
+  /** Longer than the contract suite's 2 s, so that a loaded machine does not lose the held leases. */
+  private static final Duration TTL = Duration.ofSeconds(4);
+  /** One TTL for etcd to expire the session lease (checked every 500 ms), and room for load. */
+  private static final Duration FREE_WITHIN = TTL.multipliedBy(3);
+
+  private static EtcdCluster cluster;
+  private static Client admin;
+  private final List<AutoCloseable> closeLater = new ArrayList<>();
+
+  @BeforeAll
+  static void startEtcd() {
+    cluster = EtcdCluster.start(1);
+    admin = Client.builder().endpoints(cluster.endpoint(0)).build();
+  }
+
+  @AfterAll
+  static void stopEtcd() {
+    if (admin != null) {
+      admin.close();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (int i = closeLater.size() - 1; i >= 0; i--) {
+      closeLater.get(i).close();
+    }
+  }
+
+  private <T extends AutoCloseable> T later(T closeable) {
+    closeLater.add(closeable);
+    return closeable;
+  }
+
+  /** A process whose replies pass through {@code replies}, connected and with its session granted. */
+  private EtcdBackend lossyBackend(LostReplies replies) throws Exception {
+    LeaseRuntime runtime = later(LeaseRuntime.system("etcd-ghost"));
+    EtcdBackend backend =
+        later(EtcdBackend.open(cluster.backendUri(), runtime, b -> b.interceptor(replies)));
+    backend.connected().get(10, TimeUnit.SECONDS);
+    backend.warmUp(SuiteSettings.forTtl("warm-up", "warm-up", TTL).build()).get(10, TimeUnit.SECONDS);
+    return backend;
+  }
+
+  private EtcdBackend otherBackend() throws Exception {
+    EtcdBackend backend = later(EtcdBackend.open(cluster.backendUri()));
+    backend.connected().get(10, TimeUnit.SECONDS);
+    return backend;
+  }
+
+  private Lease lease(LeaseBackend backend, String name, String owner) {
+    return later(backend.newLease(SuiteSettings.forTtl(name, owner, TTL).build()));
+  }
+
+  private static boolean acquired(Lease lease) throws Exception {
+    return lease.acquire().get(10, TimeUnit.SECONDS);
+  }
+
+  private static void holdEventually(Lease lease) {
+    await("a first acquire on a fresh backend")
+        .ignoreExceptions()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> acquired(lease));
+  }
+
+  private static void assertOutcomeUnknown(CompletableFuture<Boolean> acquire) {
+    await("the engine gives up on the acquire").atMost(Duration.ofSeconds(10)).until(acquire::isDone);
+    assertThatThrownBy(acquire::join).hasCauseInstanceOf(LeaseException.class);
+  }
+
+  private static boolean recordExists(EtcdBackend backend, String name) throws Exception {
+    ByteSequence key = ByteSequence.from(backend.keyOf(name), StandardCharsets.UTF_8);
+    return !admin.getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs().isEmpty();
+  }
+
+  @Test
+  void aKeyWhoseAcquireNeverGetsAnAnswerIsGoneWithinAboutOneTtl() throws Exception {
+    LostReplies replies = new LostReplies();
+    EtcdBackend lossy = lossyBackend(replies);
+    Lease warm = lease(lossy, "warm", "a");
+    holdEventually(warm); // the session lease was kept alive lately
+    warm.release().get(10, TimeUnit.SECONDS);
+    Lease ghost = lease(lossy, "never-answered", "a");
+    Lease next = lease(otherBackend(), "never-answered", "b");
+
+    // Every reply that could tell the process what happened is lost — the transaction's, and
+    // those of the reads that could clean up after it — while its keep-alives flow.
+    replies.lose("Txn", "Range");
+    assertOutcomeUnknown(ghost.acquire());
+    await("etcd has the key").atMost(Duration.ofSeconds(5)).until(() -> recordExists(lossy, "never-answered"));
+
+    await("another owner acquires the name once the session lease it is on expired")
+        .ignoreExceptions() // an acquire that timed out says nothing either way
+        .atMost(FREE_WITHIN)
+        .until(() -> acquired(next));
+  }
+
+  @Test
+  void aKeyWhoseAnswerCameAfterTheEngineGaveUpIsDeletedAtOnce() throws Exception {
+    LostReplies replies = new LostReplies();
+    EtcdBackend lossy = lossyBackend(replies);
+    Lease kept = lease(lossy, "kept-late", "a"); // keeps the shared session lease alive
+    holdEventually(kept);
+    Lease ghost = lease(lossy, "late-grant", "a");
+    Lease next = lease(otherBackend(), "late-grant", "b");
+
+    replies.delay(TTL, "Txn"); // the answer arrives long after the engine's 800 ms
+    replies.lose("Range"); // and no read can find the key: only the late answer tells of it
+    assertOutcomeUnknown(ghost.acquire());
+    replies.pass();
+    await("etcd has the key").atMost(Duration.ofSeconds(5)).until(() -> recordExists(lossy, "late-grant"));
+
+    await("another owner acquires the name once the late answer has arrived")
+        .ignoreExceptions() // an acquire that timed out says nothing either way
+        .atMost(FREE_WITHIN)
+        .until(() -> acquired(next));
+    assertThat(ghost.checkAlive()).isFalse();
+    assertThat(kept.checkAlive()).as("the session lease stays alive for the tenure on it").isTrue();
+  }
+
+  @Test
+  void aKeyWhoseAnswerIsLostIsAbandonedEvenWhileItsSessionIsInUse() throws Exception {
+    LostReplies replies = new LostReplies();
+    EtcdBackend lossy = lossyBackend(replies);
+    Lease kept = lease(lossy, "kept-lost", "a"); // the same TTL: the same session lease, kept alive
+    holdEventually(kept);
+    Lease ghost = lease(lossy, "lost-reply", "a");
+    Lease next = lease(otherBackend(), "lost-reply", "b");
+
+    replies.lose("Txn");
+    assertOutcomeUnknown(ghost.acquire());
+    replies.pass(); // the clean-up's read and delete may already be on their way; both take effect
+
+    await("another owner acquires the name while the ghost's session lease lives on")
+        .ignoreExceptions() // an acquire that timed out says nothing either way
+        .atMost(FREE_WITHIN)
+        .until(() -> acquired(next));
+    assertThat(kept.checkAlive()).isTrue();
+  }
+}

@@ -1,0 +1,103 @@
+package io.leasehold.server;
+
+import io.leasehold.server.NodeConfig.StartMode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+
+/**
+ * Decides, before anything is written, whether a node formats its data directory or recovers it,
+ * and refuses the combinations that would lose data.
+ *
+ * <p>Ratis itself must not decide this: asked to recover, it formats a directory without the
+ * group's storage, and a storage whose {@code current/} directory is empty, without a word. A
+ * node that lost its disk would then come back with an empty log and a vote, and a majority made
+ * of it and a node that missed the latest writes could elect a leader without them: an
+ * acknowledged acquire lost, and its revision (a fencing token) issued again.
+ */
+final class DataDir {
+
+  /** Ratis keeps the term and the vote here; without it a storage is empty or damaged. */
+  static final String RAFT_META = "current/raft-meta";
+
+  /** Names the flags of {@code leasehold server} in the messages: that is where they are set. */
+  private static final String HOW_TO_FORMAT =
+      "a node formats its data only on its first start in a new cluster, with --bootstrap; a node"
+          + " that lost its data must not rejoin with an empty log, because it would vote, and"
+          + " acknowledged leases could be lost and fencing tokens issued again";
+
+  private DataDir() {}
+
+  /** {@return the directory in which Ratis keeps the one group's log, metadata and snapshots} */
+  static Path storage(Path dataDir) {
+    return dataDir.resolve(CoreNode.GROUP_ID.getUuid().toString());
+  }
+
+  /**
+   * Checks the data directory against the node's start mode; changes nothing.
+   *
+   * @param config the node
+   * @return true to format a new storage, false to recover the one there
+   * @throws StartRefusedException if starting so would format over data, or start a node that
+   *     lost its data as if it had none
+   */
+  static boolean checkFormat(NodeConfig config) {
+    Path dir = config.dataDir();
+    String node = "node " + config.self() + " refuses to start: ";
+    if (Files.exists(dir) && !Files.isDirectory(dir)) {
+      throw new StartRefusedException(node + "--data-dir " + dir + " is not a directory");
+    }
+    StartMode mode = config.startMode();
+    if (mode == StartMode.JOIN) {
+      throw new StartRefusedException(
+          node + "joining a running cluster (--join) is not built yet: it needs membership changes"
+              + " (issue #16). Every node of the first --peers starts once with --bootstrap");
+    }
+    if (mode == StartMode.BOOTSTRAP) {
+      Optional<Path> something = firstEntry(dir);
+      if (something.isPresent()) {
+        throw new StartRefusedException(
+            node + "--bootstrap formats a new node, but --data-dir " + dir + " is not empty (it holds "
+                + something.get().getFileName() + "); a node with data recovers it when started"
+                + " without --bootstrap, and a directory with data is never wiped");
+      }
+      return true;
+    }
+    if (!Files.isDirectory(dir)) {
+      throw new StartRefusedException(node + "--data-dir " + dir + " does not exist; " + HOW_TO_FORMAT);
+    }
+    Path storage = storage(dir);
+    if (!Files.isDirectory(storage)) {
+      throw new StartRefusedException(
+          node + "--data-dir " + dir + (firstEntry(dir).isEmpty() ? " is empty" : " holds no Raft storage")
+              + "; " + HOW_TO_FORMAT);
+    }
+    Path meta = storage.resolve(RAFT_META);
+    try {
+      if (!Files.isRegularFile(meta) || Files.size(meta) == 0) {
+        throw new StartRefusedException(
+            node + "the Raft storage in --data-dir " + dir + " is empty or damaged (" + dir.relativize(meta)
+                + " is missing or empty); " + HOW_TO_FORMAT);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + meta + ": " + e.getMessage(), e);
+    }
+    return false;
+  }
+
+  /** {@return an entry of {@code dir}, if it exists and holds any} */
+  private static Optional<Path> firstEntry(Path dir) {
+    if (!Files.isDirectory(dir)) {
+      return Optional.empty();
+    }
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+      var it = entries.iterator();
+      return it.hasNext() ? Optional.of(it.next()) : Optional.empty();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read --data-dir " + dir + ": " + e.getMessage(), e);
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package io.leasehold.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.leasehold.core.proto.CallId;
+import io.leasehold.core.proto.PutRequest;
+import io.leasehold.server.state.Command;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.ratis.client.retry.ClientRetryEvent;
+import org.apache.ratis.protocol.ClientId;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.util.Timestamp;
+import org.junit.jupiter.api.Test;
+
+/** Cluster time: the leader's stamps, the nodes' estimates, and the bound on forwarding. */
+class ClusterTimeTest {
+
+  private final AtomicLong nanos = new AtomicLong(5_000_000_000L);
+  private final ClusterClock clock = new ClusterClock(nanos::get);
+
+  private void pass(long millis) {
+    nanos.addAndGet(millis * 1_000_000L);
+  }
+
+  @Test
+  void stampsAppendedToACommandsBytesParseAsItsFields() throws Exception {
+    Command put =
+        Command.newBuilder()
+            .setPut(PutRequest.newBuilder().setCall(CallId.newBuilder().setCallId(3)).setKey("k"))
+            .setStampMillis(1) // a stamp already present is overridden
+            .build();
+    byte[] received = LeaseStateMachine.withVarintField(put.toByteArray(), 17, 123_456_789_012L);
+    byte[] stamped = LeaseStateMachine.stampField(Long.MAX_VALUE / 3).toByteArray();
+    byte[] entry = new byte[received.length + stamped.length];
+    System.arraycopy(received, 0, entry, 0, received.length);
+    System.arraycopy(stamped, 0, entry, received.length, stamped.length);
+
+    Command parsed = Command.parseFrom(entry);
+
+    assertThat(parsed.getPut()).isEqualTo(put.getPut());
+    assertThat(parsed.getReceivedMillis()).isEqualTo(123_456_789_012L);
+    assertThat(parsed.getStampMillis()).isEqualTo(Long.MAX_VALUE / 3);
+  }
+
+  @Test
+  void aLeaderCountsOnFromTheLatestStampItAppliedAndOnlyInItsTerm() {
+    clock.applied(10_000);
+    pass(3_000); // an election: cluster time stands still
+    clock.lead(4);
+    pass(250);
+    assertThat(clock.leaderNow(4)).isEqualTo(10_250);
+    clock.lead(4); // the same term again changes nothing
+    assertThat(clock.leaderNow(4)).isEqualTo(10_250);
+    assertThat(clock.leaderNow(5)).as("another term: the estimate").isEqualTo(clock.estimate());
+  }
+
+  @Test
+  void aFollowerEstimatesFromItsLastStampAndItsOwnClock() {
+    clock.applied(10_000);
+    pass(40);
+    assertThat(clock.estimate()).isEqualTo(10_040);
+    clock.applied(9_990); // an older stamp does not move it back
+    assertThat(clock.estimate()).isEqualTo(10_040);
+  }
+
+  @Test
+  void theNodesRatisClientMakesNoNewAttemptOnceItsWindowHasPassed() {
+    RaftClientRequest request =
+        RaftClientRequest.newBuilder()
+            .setClientId(ClientId.randomId())
+            .setServerId(RaftPeerId.valueOf("n1"))
+            .setGroupId(RaftGroupId.randomId())
+            .setCallId(1)
+            .setMessage(Message.EMPTY)
+            .setType(RaftClientRequest.writeRequestType())
+            .build();
+    long windowMillis = RaftGateway.FORWARD_WINDOW.minus(RaftGateway.QUEUE_WAIT).toMillis();
+    Timestamp fresh = Timestamp.currentTime();
+    Timestamp old = Timestamp.currentTime().addTimeMs(-windowMillis - 1);
+    assertThat(RaftGateway.forwardRetryPolicy().handleAttemptFailure(new ClientRetryEvent(1_000, request, 1, new java.io.IOException(), fresh)).shouldRetry())
+        .as("many attempts, still within the window")
+        .isTrue();
+    assertThat(RaftGateway.forwardRetryPolicy().handleAttemptFailure(new ClientRetryEvent(2, request, 1, new java.io.IOException(), old)).shouldRetry())
+        .as("the window has passed")
+        .isFalse();
+    assertThat(RaftGateway.FORWARD_WINDOW.toMillis() + 10_000).as("room left for the network").isLessThanOrEqualTo(CoreState.MAX_CALL_DELAY_MILLIS);
+  }
+}

@@ -1,0 +1,127 @@
+package io.leasehold.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.leasehold.core.proto.PutRequest;
+import io.leasehold.server.state.BatchReply;
+import io.leasehold.server.state.Command;
+import io.leasehold.server.state.Reply;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+class EntryBatcherTest {
+
+  /** The entries the batcher appended, each with the future the test completes. */
+  private final List<Command> entries = new ArrayList<>();
+  private final List<CompletableFuture<Reply>> appended = new ArrayList<>();
+
+  private final EntryBatcher batcher =
+      new EntryBatcher(
+          entry -> {
+            CompletableFuture<Reply> f = new CompletableFuture<>();
+            synchronized (entries) {
+              entries.add(entry);
+              appended.add(f);
+            }
+            return f;
+          },
+          Runnable::run,
+          "n1");
+
+  private static Command put(String key) {
+    return Command.newBuilder().setPut(PutRequest.newBuilder().setKey(key)).build();
+  }
+
+  private static Reply ok(String s) {
+    return Reply.newBuilder().setOk(ByteString.copyFromUtf8(s)).build();
+  }
+
+  /** The reply a batch entry gets: one ok per command, naming its key. */
+  private static Reply answer(Command entry) {
+    if (!entry.hasBatch()) {
+      return ok(entry.getPut().getKey());
+    }
+    BatchReply.Builder replies = BatchReply.newBuilder();
+    entry.getBatch().getCommandsList().forEach(c -> replies.addReplies(ok(c.getPut().getKey())));
+    return Reply.newBuilder().setBatch(replies).build();
+  }
+
+  @Test
+  void aWriteOnAQuietNodeGoesOutAloneAtOnce() throws Exception {
+    CompletableFuture<Reply> reply = batcher.write(put("a"));
+    assertThat(entries).containsExactly(put("a"));
+    appended.get(0).complete(answer(entries.get(0)));
+    assertThat(reply.get(1, TimeUnit.SECONDS)).isEqualTo(ok("a"));
+  }
+
+  @Test
+  void writesThatArriveWhileEntriesAreInFlightGoOutTogetherEachWithItsOwnReply() throws Exception {
+    List<CompletableFuture<Reply>> replies = new ArrayList<>();
+    for (int i = 0; i < EntryBatcher.MAX_ENTRIES_IN_FLIGHT + 5; i++) {
+      replies.add(batcher.write(put("k" + i)));
+    }
+    // The first entries went out alone; the other five wait.
+    assertThat(entries).hasSize(EntryBatcher.MAX_ENTRIES_IN_FLIGHT);
+    assertThat(batcher.waiting()).isEqualTo(5);
+
+    appended.get(0).complete(answer(entries.get(0)));
+    // One came back: the five waiting ones go out as one batch entry, in arrival order.
+    assertThat(entries).hasSize(EntryBatcher.MAX_ENTRIES_IN_FLIGHT + 1);
+    Command batch = entries.get(EntryBatcher.MAX_ENTRIES_IN_FLIGHT);
+    assertThat(batch.getBatch().getCommandsList()).extracting(c -> c.getPut().getKey())
+        .containsExactly("k2", "k3", "k4", "k5", "k6");
+    for (int i = 1; i < entries.size(); i++) {
+      appended.get(i).complete(answer(entries.get(i)));
+    }
+    for (int i = 0; i < replies.size(); i++) {
+      assertThat(replies.get(i).get(1, TimeUnit.SECONDS)).isEqualTo(ok("k" + i));
+    }
+    assertThat(batcher.waiting()).isZero();
+  }
+
+  @Test
+  void aFailedEntryFailsEveryWriteInItAndTheNextEntryStillGoesOut() throws Exception {
+    for (int i = 0; i < EntryBatcher.MAX_ENTRIES_IN_FLIGHT; i++) {
+      batcher.write(put("first" + i));
+    }
+    CompletableFuture<Reply> x = batcher.write(put("x"));
+    CompletableFuture<Reply> y = batcher.write(put("y"));
+    appended.get(0).complete(answer(entries.get(0)));
+    int batchAt = EntryBatcher.MAX_ENTRIES_IN_FLIGHT;
+    appended.get(batchAt).completeExceptionally(new IllegalStateException("not the leader"));
+    assertThat(x).isCompletedExceptionally();
+    assertThat(y).isCompletedExceptionally();
+    try {
+      x.get();
+    } catch (ExecutionException e) {
+      assertThat(e.getCause()).hasMessage("not the leader");
+    }
+    CompletableFuture<Reply> z = batcher.write(put("z"));
+    assertThat(entries.get(entries.size() - 1)).isEqualTo(put("z"));
+    appended.get(appended.size() - 1).complete(answer(put("z")));
+    assertThat(z.get(1, TimeUnit.SECONDS)).isEqualTo(ok("z"));
+  }
+
+  @Test
+  void aBatchStopsAtTheByteLimitAndALargeCommandStillGoesAlone() {
+    for (int i = 0; i < EntryBatcher.MAX_ENTRIES_IN_FLIGHT; i++) {
+      batcher.write(put("first" + i));
+    }
+    ByteString big = ByteString.copyFrom(new byte[EntryBatcher.MAX_ENTRY_BYTES]);
+    batcher.write(put("small"));
+    batcher.write(Command.newBuilder().setPut(PutRequest.newBuilder().setKey("big").setValue(big)).build());
+    appended.get(0).complete(answer(entries.get(0)));
+    appended.get(1).complete(answer(entries.get(1)));
+    // "small" could not share an entry with "big": two entries, one command each.
+    assertThat(entries.subList(2, entries.size()))
+        .extracting(c -> c.hasBatch() ? "batch" : c.getPut().getKey())
+        .containsExactly("small", "big");
+  }
+}
