@@ -73,7 +73,10 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final WatchHub watches;
   private final Supplier<NodeStatus> nodeStatus;
 
-  ClientService(RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus) {
+  private final NodeCounters counters;
+
+  ClientService(RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus, NodeCounters counters) {
+    this.counters = counters;
     this.raft = raft;
     this.watches = watches;
     this.nodeStatus = nodeStatus;
@@ -267,6 +270,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     return new StreamObserver<>() {
       @Override
       public void onNext(KeepAliveRequest request) {
+        counters.keepAlives.increment();
         raft.read(Query.newBuilder().setKeepAlive(request).build())
             .whenComplete(
                 (bytes, error) -> {
@@ -355,9 +359,12 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   }
 
   private <T extends MessageLite> void write(Command command, Parser<T> parser, StreamObserver<T> out) {
+    long received = System.nanoTime(); // captured by the callback below, which exists anyway
     CompletableFuture<Reply> reply = raft.write(command);
     reply.whenComplete(
         (r, error) -> {
+          counters.writes.increment();
+          counters.writeNanos.add(System.nanoTime() - received);
           if (error != null) {
             out.onError(unavailable("the write was not confirmed by the cluster", error));
             return;
