@@ -43,7 +43,9 @@ import org.slf4j.LoggerFactory;
  *       even if the task still runs.</li>
  *   <li>{@code lockAtLeastFor}: after {@code unlock()} the lease stays held (and renewed) until
  *       {@code lockAtLeastFor} has passed since {@code lock()}, then is released. A node that dies
- *       in between frees it after the TTL instead.</li>
+ *       in between frees it after the TTL instead. A {@code lock()} of the same name in this
+ *       process once {@code lockAtLeastFor} has passed first finishes that release (its timer or
+ *       the store may lag behind on a loaded machine), then acquires anew.</li>
  *   <li>{@code extend()} confirms the tenure with the store (one round trip) and moves the cap; a
  *       lock whose cap passed or whose lease was lost cannot be extended (empty).</li>
  * </ul>
@@ -127,6 +129,13 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
     String name = namePrefix + config.getName();
     LeaseSettings settings = settingsFor(name, config.getLockAtMostFor());
     Slot slot = slots.computeIfAbsent(name, n -> new Slot(config.getName()));
+    Tenancy due = slot.releaseDue();
+    if (due != null) {
+      // This process still holds the name from an earlier run whose lockAtLeastFor has passed:
+      // its release is due or on its way. Finish it (bounded by the lease's operation timeout)
+      // instead of refusing this run because a timer or the store has not caught up yet.
+      due.end().join();
+    }
     Lease lease = slot.take(settings);
     if (lease == null) {
       return Optional.empty(); // another thread of this process holds or is taking it
@@ -153,6 +162,7 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
       return Optional.empty();
     }
     Tenancy t = new Tenancy(slot, lease, lease.fencingToken().orElse(Long.MIN_VALUE));
+    slot.current(t);
     held.add(t);
     t.capAt(start, config.getLockAtMostFor());
     return Optional.of(new LeaseholdLock(config, t, start));
@@ -177,6 +187,8 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
     private final String lockName;
     private Lease lease;
     private boolean busy;
+    /** The tenancy of this name held now, if any. */
+    private Tenancy current;
 
     Slot(String lockName) {
       this.lockName = lockName;
@@ -208,6 +220,21 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
 
     synchronized void free() {
       busy = false;
+    }
+
+    synchronized void current(Tenancy t) {
+      current = t;
+    }
+
+    synchronized void ended(Tenancy t) {
+      if (current == t) {
+        current = null;
+      }
+    }
+
+    /** {@return the current tenancy if its release is due or under way, else null} */
+    synchronized Tenancy releaseDue() {
+      return current != null && current.releaseDue() ? current : null;
     }
 
     synchronized void close() {
@@ -253,6 +280,8 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
     final long token;
     private ScheduledFuture<?> cap;
     private ScheduledFuture<?> deferred;
+    /** When the deferred release (lockAtLeastFor) falls due, nanoTime; 0 when none. */
+    private long releaseAt;
     private long capDeadline;
     private CompletableFuture<Void> ended;
 
@@ -295,7 +324,13 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
         return ended != null;
       }
       deferred = timer.schedule(this::end, delay, TimeUnit.NANOSECONDS);
+      releaseAt = until;
       return true;
+    }
+
+    /** Whether it was unlocked and its lockAtLeastFor passed, or its release is under way. */
+    synchronized boolean releaseDue() {
+      return ended != null || (deferred != null && releaseAt - System.nanoTime() <= 0);
     }
 
     /**
@@ -326,6 +361,7 @@ public final class LeaseholdLockProvider implements ExtensibleLockProvider, Auto
         Thread.currentThread().interrupt();
       } finally {
         held.remove(this);
+        slot.ended(this);
         slot.free();
         done.complete(null);
       }

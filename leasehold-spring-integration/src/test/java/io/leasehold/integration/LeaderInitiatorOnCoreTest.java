@@ -97,17 +97,23 @@ class LeaderInitiatorOnCoreTest {
     Instance third = awaitLeaderGrantedAfter(pausedAt, second);
     assertThat(third).isNotSameAs(first);
 
+    long secondToken =
+        grants.stream().filter(g -> g.instance == second.id && g.at > killedAt).findFirst().orElseThrow().token;
     second.resume();
     long resumedAt = order.incrementAndGet();
-    await("the paused leader steps down after it resumes")
+    await("the paused leader stops leading on its old tenure after it resumes")
         .atMost(Duration.ofSeconds(30))
-        .until(() -> !second.initiator.getContext().isLeader());
-    await("the new leader keeps leading")
+        .until(() -> !second.initiator.getContext().isLeader()
+            || second.registry.obtain(ROLE).fencingToken().orElse(-1) != secondToken);
+    // Someone leads after the resume. Not necessarily the third: on a starved machine (load 30 on
+    // 2 cores, JVM pauses of 1 s) the core elected a new Raft leader, the third's renewals went
+    // unanswered past its safe window and it lost the lease (EXPIRED, as it must); another
+    // instance then took over with a new token. Which instance leads is the store's liveness;
+    // that no two lead at once is checked below over every sample.
+    await("a leader after the resume")
         .atMost(Duration.ofSeconds(30))
-        .until(() -> samples.stream().anyMatch(s -> s.instance == third.id && s.before > resumedAt));
+        .until(() -> samples.stream().anyMatch(s -> s.before > resumedAt));
 
-    assertThat(third.initiator.getContext().isLeader()).isTrue();
-    assertThat(second.initiator.getContext().isLeader()).isFalse();
     sampler.shutdownNow();
     assertOneLeaderAtATime();
     assertThat(grants).extracting(Grant::token).isSorted().doesNotHaveDuplicates();
