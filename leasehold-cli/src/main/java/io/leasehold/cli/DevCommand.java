@@ -3,14 +3,17 @@ package io.leasehold.cli;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.server.CoreNode;
 import io.leasehold.server.LocalCluster;
 import io.leasehold.server.StartRefusedException;
+import io.leasehold.server.http.StatusHttpServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -18,12 +21,15 @@ import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.UnaryOperator;
+import java.util.stream.IntStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -101,6 +107,14 @@ final class DevCommand implements Callable<Integer> {
           + " full), 1s to 24h (default: run until Ctrl-C).")
   private Duration duration;
 
+  @Option(
+      names = "--http-port",
+      paramLabel = "PORT",
+      defaultValue = "0",
+      description = "Serve /metrics, /healthz, /readyz and a status page (/) of the nodes over HTTP"
+          + " on loopback port PORT, 0 to 65535 (default: 0, a free port; printed).")
+  private int httpPort;
+
   @Override
   public Integer call() {
     checkOptions();
@@ -159,7 +173,16 @@ final class DevCommand implements Callable<Integer> {
       err.flush();
       return 1;
     }
-    try (cluster) {
+    StatusHttpServer http;
+    try {
+      http = StatusHttpServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), httpPort), () -> running(cluster));
+    } catch (UncheckedIOException e) {
+      cluster.close();
+      err.println("leasehold dev: --http-port: " + e.getMessage());
+      err.flush();
+      return 1;
+    }
+    try (cluster; http) {
       if (!temporary && port == 0) {
         writeMarker(root, cluster.uri());
       }
@@ -169,6 +192,8 @@ final class DevCommand implements Callable<Integer> {
           Durations.seconds(Duration.ofNanos(System.nanoTime() - start)),
           leader);
       out.println(cluster.uri());
+      out.println("leasehold dev: status page on http://" + InetAddress.getLoopbackAddress().getHostAddress() + ":"
+          + http.port() + "/ (also /metrics, /healthz, /readyz)");
       out.flush();
       if (!check(cluster.uri(), out)) {
         err.println("leasehold dev: the cluster failed its check (see above); stopping it");
@@ -198,7 +223,14 @@ final class DevCommand implements Callable<Integer> {
     return 0;
   }
 
+  private List<CoreNode> running(LocalCluster cluster) {
+    return IntStream.range(0, nodes).mapToObj(cluster::node).flatMap(Optional::stream).toList();
+  }
+
   private void checkOptions() {
+    if (httpPort < 0 || httpPort > 65535) {
+      throw bad("--http-port must be between 0 and 65535; was " + httpPort);
+    }
     if (nodes < 1 || nodes > MAX_NODES) {
       throw bad("--nodes must be between 1 and " + MAX_NODES + "; was " + nodes);
     }

@@ -5,8 +5,10 @@ import io.leasehold.server.CoreNode;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.Peer;
 import io.leasehold.server.StartRefusedException;
+import io.leasehold.server.http.StatusHttpServer;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -133,6 +135,14 @@ final class ServerCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   private long snapshotEvery;
 
+  @Option(
+      names = "--http-port",
+      paramLabel = "PORT",
+      description = "Serve /metrics (Prometheus), /healthz, /readyz and a status page (/) over HTTP"
+          + " on PORT, 0 to 65535 (0 picks a free one), on the node's address from --peers"
+          + " (default: no HTTP).")
+  private Integer httpPort;
+
   /**
    * {@return the node's configuration}
    *
@@ -148,6 +158,9 @@ final class ServerCommand implements Callable<Integer> {
               + Durations.format(MAX_ELECTION_TIMEOUT)
               + "; was "
               + Durations.format(electionTimeout));
+    }
+    if (httpPort != null && (httpPort < 0 || httpPort > 65535)) {
+      throw bad("--http-port must be between 0 and 65535; was " + httpPort);
     }
     if (snapshotEvery < MIN_SNAPSHOT_EVERY) {
       throw bad("--snapshot-every must be at least " + MIN_SNAPSHOT_EVERY + "; was " + snapshotEvery);
@@ -240,7 +253,16 @@ final class ServerCommand implements Callable<Integer> {
         err.flush();
         return 1;
       }
-      try (node) {
+      StatusHttpServer http;
+      try {
+        http = httpPort == null ? null : StatusHttpServer.start(new InetSocketAddress(self.host(), httpPort), () -> List.of(node));
+      } catch (UncheckedIOException e) {
+        node.close();
+        err.println("leasehold server: --http-port: " + e.getMessage());
+        err.flush();
+        return 1;
+      }
+      try (node; http) {
         err.println(
             "leasehold server: node "
                 + id
@@ -252,6 +274,7 @@ final class ServerCommand implements Callable<Integer> {
                 + self.raftPort()
                 + ", data in "
                 + config.dataDir().toAbsolutePath()
+                + (http == null ? "" : ", status on http://" + self.host() + ":" + http.port() + "/")
                 + ". Ctrl-C or SIGTERM stops it.");
         err.flush();
         foreground.await(null);

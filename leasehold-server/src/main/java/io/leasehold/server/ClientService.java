@@ -81,8 +81,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final WatchHub watches;
   private final Supplier<NodeStatus> nodeStatus;
   private final LeadershipTransfer leadership;
+  private final NodeCounters counters;
 
-  ClientService(RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus, LeadershipTransfer leadership) {
+  ClientService(
+      RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus, NodeCounters counters, LeadershipTransfer leadership) {
+    this.counters = counters;
     this.raft = raft;
     this.watches = watches;
     this.nodeStatus = nodeStatus;
@@ -287,6 +290,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     return new StreamObserver<>() {
       @Override
       public void onNext(KeepAliveRequest request) {
+        counters.keepAlives.increment();
         raft.read(Query.newBuilder().setKeepAlive(request).build())
             .whenComplete(
                 (bytes, error) -> {
@@ -451,9 +455,12 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   }
 
   private <T extends MessageLite> void write(Command command, Parser<T> parser, StreamObserver<T> out) {
+    long received = System.nanoTime(); // captured by the callback below, which exists anyway
     CompletableFuture<Reply> reply = raft.write(command);
     reply.whenComplete(
         (r, error) -> {
+          counters.writes.increment();
+          counters.writeNanos.add(System.nanoTime() - received);
           if (error != null) {
             out.onError(unavailable("the write was not confirmed by the cluster", error));
             return;

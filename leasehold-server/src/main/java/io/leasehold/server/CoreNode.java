@@ -72,10 +72,19 @@ public final class CoreNode implements AutoCloseable {
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
   private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
+  private final NodeCounters counters = new NodeCounters();
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine =
-      new LeaseStateMachine(keeper, watches, clusterClock, () -> leaderReady.complete(null), c -> this.gateway.writeLocally(c));
+      new LeaseStateMachine(
+          keeper,
+          watches,
+          clusterClock,
+          () -> {
+            counters.leaderships.increment();
+            leaderReady.complete(null);
+          },
+          c -> this.gateway.writeLocally(c));
   private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   private RaftServer raftServer;
@@ -207,7 +216,7 @@ public final class CoreNode implements AutoCloseable {
         NettyServerBuilder.forAddress(self.clientAddress())
             .addService(
                 ServerInterceptors.intercept(
-                    new ClientService(gateway, watches, this::nodeStatus, leadership), new LeaderHint(this::leaderElsewhere)))
+                    new ClientService(gateway, watches, this::nodeStatus, counters, leadership), new LeaderHint(this::leaderElsewhere)))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.
@@ -364,6 +373,81 @@ public final class CoreNode implements AutoCloseable {
     } catch (IOException e) {
       return status.setRole("UNKNOWN").build();
     }
+  }
+
+  /**
+   * {@return what this node knows of itself and its cluster now, from its own replica and Raft
+   * division (never through the leader), for the operator's endpoints}
+   */
+  public NodeSnapshot snapshot() {
+    String role = "UNKNOWN";
+    long term = 0;
+    String leaderId = "";
+    boolean ready = false;
+    long commit = -1;
+    long applied = -1;
+    List<NodeSnapshot.PeerCommit> peers = new java.util.ArrayList<>();
+    try {
+      RaftServer.Division division = raftServer.getDivision(GROUP_ID);
+      DivisionInfo info = division.getInfo();
+      role = info.getCurrentRole().name();
+      term = info.getCurrentTerm();
+      leaderId = info.getLeaderId() == null ? "" : info.getLeaderId().toString();
+      ready = info.isLeader() && info.isLeaderReady();
+      applied = info.getLastAppliedIndex();
+      commit = division.getRaftLog().getLastCommittedIndex();
+      java.util.Map<String, Long> known = new java.util.HashMap<>();
+      for (org.apache.ratis.proto.RaftProtos.CommitInfoProto c : division.getCommitInfos()) {
+        known.put(c.getServer().getId().toStringUtf8(), c.getCommitIndex());
+        commit = Math.max(commit, c.getCommitIndex());
+      }
+      for (Peer p : config.peers()) {
+        peers.add(new NodeSnapshot.PeerCommit(p.id(), known.getOrDefault(p.id(), -1L)));
+      }
+    } catch (IOException | RuntimeException e) {
+      // Not (or no longer) in the group: the role says so.
+    }
+    CoreState state = stateMachine.state();
+    io.leasehold.server.state.Counts counts = state.counts();
+    boolean leads = ready;
+    List<NodeSnapshot.HeldLease> leases = state.heldLeaseList(id -> leads ? keeper.remainingMillis(id) : -1);
+    return new NodeSnapshot(
+        config.self(),
+        config.selfPeer().clientEndpoint(),
+        role,
+        term,
+        leaderId,
+        ready,
+        commit,
+        applied,
+        List.copyOf(peers),
+        counts.getSessions(),
+        counts.getKeys(),
+        counts.getHeldLeases(),
+        counts.getRevision(),
+        leases,
+        counters.leaderships.sum(),
+        counters.keepAlives.sum(),
+        state.leaseExpiries(),
+        counters.writes.sum(),
+        counters.writeNanos.sum());
+  }
+
+  /**
+   * {@return the last lease events this node applied (at most {@code max}) that its watch
+   * history still holds, oldest first}
+   */
+  public List<LeaseEvent> recentLeaseEvents(int max) {
+    List<LeaseEvent> recent = new java.util.ArrayList<>();
+    for (io.leasehold.core.proto.Event e : watches.recent(CoreState.LEASE_PREFIX, max)) {
+      KeyValue kv = e.getKv();
+      boolean put = e.getType() == io.leasehold.core.proto.Event.Type.PUT;
+      recent.add(
+          new LeaseEvent(
+              kv.getModRevision(), put ? "ACQUIRED" : "ENDED", kv.getKey().substring(CoreState.LEASE_PREFIX.length()),
+              kv.getValue().toStringUtf8(), kv.getCreateRevision(), put ? "" : e.getCause()));
+    }
+    return recent;
   }
 
   /** {@return this node's configuration} */

@@ -143,6 +143,8 @@ final class CoreState {
   private long heldLeases;
   /** How many attached keys exist: while none do, ending a tenure looks for none (no cost). */
   private long attachedKeys;
+  /** Lease tenures this replica ended because their session expired, since it started (metrics). */
+  private long leaseExpiries;
 
   /** A change to apply, with what it answers and what watchers are told. */
   record Applied(Reply reply, List<Event> events, Change change) {}
@@ -421,9 +423,13 @@ final class CoreState {
     }
     if (!session.keys.isEmpty()) {
       revision++;
+      boolean expired = cause.equals("session expired");
       for (String key : session.keys) {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
+        if (expired && key.startsWith(LEASE_PREFIX)) {
+          leaseExpiries++;
+        }
         events.add(deleted(gone, cause));
         dropAttached(key, cause, events);
       }
@@ -844,6 +850,27 @@ final class CoreState {
 
   synchronized long revision() {
     return revision;
+  }
+
+  /** {@return lease tenures this replica ended with their session's expiry since it started} */
+  synchronized long leaseExpiries() {
+    return leaseExpiries;
+  }
+
+  /** {@return the held named leases with their session's TTL, for the status page} */
+  synchronized List<NodeSnapshot.HeldLease> heldLeaseList(java.util.function.LongUnaryOperator remainingMillis) {
+    List<NodeSnapshot.HeldLease> held = new ArrayList<>();
+    for (KeyValue kv : keys.tailMap(LEASE_PREFIX, true).values()) {
+      if (!kv.getKey().startsWith(LEASE_PREFIX)) {
+        break;
+      }
+      Session s = sessions.get(kv.getSessionId());
+      held.add(
+          new NodeSnapshot.HeldLease(
+              kv.getKey().substring(LEASE_PREFIX.length()), kv.getValue().toStringUtf8(), kv.getCreateRevision(),
+              kv.getSessionId(), s == null ? 0 : s.ttlMillis, remainingMillis.applyAsLong(kv.getSessionId())));
+    }
+    return held;
   }
 
   // ---- snapshots ----

@@ -73,6 +73,15 @@ final class SessionKeeper {
     }
   }
 
+  /** {@return milliseconds before the session's deadline as armed here; -1 when not armed} */
+  long remainingMillis(long sessionId) {
+    Deadline d = deadlines.get(sessionId);
+    if (d == null || armedTerm == 0) {
+      return -1;
+    }
+    return Math.max(0, (d.expiresAt - nanoClock.getAsLong()) / 1_000_000L);
+  }
+
   /** A session ended (applied). */
   void ended(long sessionId) {
     deadlines.remove(sessionId);

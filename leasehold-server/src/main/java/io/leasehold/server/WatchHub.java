@@ -88,6 +88,25 @@ final class WatchHub {
   }
 
   /**
+   * The latest retained events of keys under {@code prefix}, for the status page: read from the
+   * history kept for watchers anyway, so nothing is added to the applying thread's work.
+   *
+   * @param max how many at most
+   * @return oldest first
+   */
+  synchronized List<Event> recent(String prefix, int max) {
+    ArrayDeque<Event> recent = new ArrayDeque<>();
+    Iterator<Event> newestFirst = history.descendingIterator();
+    while (newestFirst.hasNext() && recent.size() < max) {
+      Event e = newestFirst.next();
+      if (e.getKv().getKey().startsWith(prefix)) {
+        recent.addFirst(e);
+      }
+    }
+    return List.copyOf(recent);
+  }
+
+  /**
    * Starts a watch.
    *
    * @param startRevision the first revision to deliver; 0 for "from the next change"

@@ -76,6 +76,8 @@ public final class ManagedLease implements Lease {
   private final long retryNanos;
   private final long timeoutNanos;
   private final List<Registration> handlers = new CopyOnWriteArrayList<>();
+  /** Renewal observers (metrics); an array so the renewal path reads it without allocating. */
+  private volatile RenewalListener[] renewalListeners = new RenewalListener[0];
   private final Object lock = new Object();
 
   /** The latest tenure, live or over; {@link Tenancy#NONE} before the first. */
@@ -589,6 +591,7 @@ public final class ManagedLease implements Lease {
             recovered);
       }
       settleRenewal(t, result, extended, null);
+      tellRenewed(sent);
     } else if (answer instanceof RenewResult.Lost gone) {
       endByStore(t, gone.reason());
       settleRenewal(t, result, false, null);
@@ -618,6 +621,60 @@ public final class ManagedLease implements Lease {
             millis(Math.max(0, t.deadline - ticker.read())));
       }
       settleRenewal(t, result, null, failure);
+      tellRenewalFailed(sent, unwrap(cause));
+    }
+  }
+
+  /**
+   * Registers an observer of this lease's renewals (for metrics). Not for deciding anything: a
+   * loss is reported by {@link #onLost}.
+   *
+   * @param listener called after each renewal's answer
+   * @return a subscription that removes it
+   */
+  public Subscription onRenewal(RenewalListener listener) {
+    Objects.requireNonNull(listener, "listener");
+    synchronized (lock) {
+      RenewalListener[] old = renewalListeners;
+      RenewalListener[] grown = java.util.Arrays.copyOf(old, old.length + 1);
+      grown[old.length] = listener;
+      renewalListeners = grown;
+    }
+    return () -> {
+      synchronized (lock) {
+        renewalListeners =
+            java.util.Arrays.stream(renewalListeners).filter(l -> l != listener).toArray(RenewalListener[]::new);
+      }
+    };
+  }
+
+  private void tellRenewed(long sent) {
+    RenewalListener[] listeners = renewalListeners;
+    if (listeners.length == 0) {
+      return; // the common case: no clock read, no allocation
+    }
+    long latency = ticker.read() - sent;
+    for (RenewalListener l : listeners) {
+      try {
+        l.renewed(latency);
+      } catch (RuntimeException e) {
+        log.debug("A renewal listener of lease '{}' threw", settings.name(), e);
+      }
+    }
+  }
+
+  private void tellRenewalFailed(long sent, Throwable cause) {
+    RenewalListener[] listeners = renewalListeners;
+    if (listeners.length == 0) {
+      return;
+    }
+    long latency = ticker.read() - sent;
+    for (RenewalListener l : listeners) {
+      try {
+        l.renewalFailed(latency, cause);
+      } catch (RuntimeException e) {
+        log.debug("A renewal listener of lease '{}' threw", settings.name(), e);
+      }
     }
   }
 

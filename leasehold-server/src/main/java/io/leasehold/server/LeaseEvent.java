@@ -1,0 +1,14 @@
+package io.leasehold.server;
+
+/**
+ * A change of a named lease as this node applied it, for the status page's tail of events (read
+ * from the node's watch history).
+ *
+ * @param revision the revision of the change
+ * @param type ACQUIRED (a tenure began) or ENDED (released, expired, revoked, replaced)
+ * @param name the lease's name
+ * @param holder the tenure's holder
+ * @param token the tenure's fencing token
+ * @param cause for an ENDED tenure: why ("released", "session expired", ...); else empty
+ */
+public record LeaseEvent(long revision, String type, String name, String holder, long token, String cause) {}
