@@ -16,8 +16,8 @@ final class Ports {
   private Ports() {}
 
   /**
-   * {@return whether something listens on {@code port} of {@code address} (null: every address,
-   * as Ratis binds its port)} Only "address in use" counts: any other failure to bind (an address
+   * {@return whether something listens on {@code port} of {@code address} (null: every address)}
+   * Only "address in use" counts: any other failure to bind (an address
    * not of this machine, no permission) is left for the node itself to report.
    */
   static boolean inUse(InetAddress address, int port) {

@@ -8,6 +8,7 @@ import io.leasehold.server.StartRefusedException;
 import io.leasehold.server.http.StatusHttpServer;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -227,10 +228,13 @@ final class ServerCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     Peer self = config.selfPeer();
     // Before the node starts: Ratis ends the JVM (after ~20 s, with a trace) on a taken Raft port.
+    // Both ports on the node's own host, where the node binds them: the same port on another
+    // address of this machine (the fault harness's links) is no conflict.
+    InetAddress host = self.clientAddress().getAddress();
     String taken =
-        Ports.inUse(self.clientAddress().getAddress(), self.clientPort())
+        Ports.inUse(host, self.clientPort())
             ? "client port " + self.clientPort()
-            : Ports.inUse(null, self.raftPort()) ? "Raft port " + self.raftPort() + " (PORT + 1)" : null;
+            : Ports.inUse(host, self.raftPort()) ? "Raft port " + self.raftPort() + " (PORT + 1)" : null;
     if (taken != null) {
       throw new CommandFailure(ExitStatus.FAILURE, "node " + id + " cannot start: its " + taken
           + " is in use (another node or program on this machine?); give it other ports in --peers");
