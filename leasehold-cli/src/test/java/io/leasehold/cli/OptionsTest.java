@@ -122,7 +122,7 @@ class OptionsTest {
 
     assertThat(run.exitCode()).isEqualTo(2);
     assertThat(run.err())
-        .contains("leasehold: a command is needed: one of dev, server, status, revoke, run, demo, help")
+        .contains("leasehold: a command is needed: one of dev, server, status, revoke, admin, get, watch, run, demo, help")
         .contains("Try 'leasehold --help' for more information.");
   }
 
