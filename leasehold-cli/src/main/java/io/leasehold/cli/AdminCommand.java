@@ -2,7 +2,6 @@ package io.leasehold.cli;
 
 import io.grpc.Status;
 import io.leasehold.LeaseStoreUnavailableException;
-import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.client.CoreClient;
 import io.leasehold.core.proto.SaveSnapshotRequest;
 import io.leasehold.core.proto.SnapshotChunk;
@@ -93,11 +92,9 @@ final class AdminCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
       String uri = Backends.orDefault(backend);
-      List<InetSocketAddress> endpoints = endpoints(uri);
-      if (timeout.compareTo(StatusCommand.MIN_TIMEOUT) < 0 || timeout.compareTo(StatusCommand.MAX_TIMEOUT) > 0) {
-        throw bad("--timeout must be between " + Durations.format(StatusCommand.MIN_TIMEOUT) + " and "
-            + Durations.format(StatusCommand.MAX_TIMEOUT) + "; was " + Durations.format(timeout));
-      }
+      List<InetSocketAddress> endpoints =
+          Backends.coreEndpoints(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, StatusCommand.MAX_TIMEOUT);
       if (to != null && to.isBlank()) {
         throw bad("--to must be a node id, as in the nodes' --peers; was empty");
       }
@@ -175,15 +172,6 @@ final class AdminCommand implements Callable<Integer> {
       }
     }
 
-    private List<InetSocketAddress> endpoints(String uri) {
-      String source = backend != null ? "--backend" : "$" + Backends.ENV;
-      try {
-        return CoreBackendProvider.endpoints(uri);
-      } catch (IllegalArgumentException e) {
-        throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (admin works on the"
-            + " consistent core only): " + e.getMessage());
-      }
-    }
 
     private ParameterException bad(String message) {
       return new ParameterException(spec.commandLine(), message);
@@ -249,17 +237,9 @@ final class AdminCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
       String uri = Backends.orDefault(backend);
-      List<InetSocketAddress> endpoints;
-      try {
-        endpoints = CoreBackendProvider.endpoints(uri);
-      } catch (IllegalArgumentException e) {
-        throw bad((backend != null ? "--backend" : "$" + Backends.ENV) + " must be a core URI,"
-            + " leasehold://host:port,host:port,... (admin works on the consistent core only): " + e.getMessage());
-      }
-      if (timeout.compareTo(StatusCommand.MIN_TIMEOUT) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
-        throw bad("--timeout must be between " + Durations.format(StatusCommand.MIN_TIMEOUT) + " and "
-            + Durations.format(MAX_TIMEOUT) + "; was " + Durations.format(timeout));
-      }
+      List<InetSocketAddress> endpoints =
+          Backends.coreEndpoints(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, MAX_TIMEOUT);
       Path dir = file.toAbsolutePath().getParent();
       if (Files.isDirectory(file) || dir == null || !Files.isDirectory(dir) || !Files.isWritable(dir)) {
         throw bad("FILE must be a file in a writable directory; was " + file);

@@ -107,4 +107,27 @@ final class Backends {
     }
     return uri.toString();
   }
+
+  /**
+   * {@return the endpoints of a core URI} for the commands that work on the consistent core only.
+   *
+   * @param cmd the command, for the error
+   * @param backendOption the {@code --backend} value as given, or null when {@code uri} came from
+   *     the environment or the default
+   * @param uri the URI to read
+   * @param aside why the command needs the core, said in the error
+   * @throws ParameterException naming the flag (or variable) and the URI problem
+   */
+  static java.util.List<java.net.InetSocketAddress> coreEndpoints(
+      picocli.CommandLine cmd, String backendOption, String uri, String aside) {
+    String source = backendOption != null ? "--backend" : "$" + ENV;
+    try {
+      return io.leasehold.client.CoreBackendProvider.endpoints(uri);
+    } catch (IllegalArgumentException e) {
+      throw new picocli.CommandLine.ParameterException(
+          cmd,
+          source + " must be a core URI, leasehold://host:port,host:port,... (" + aside + "): "
+              + e.getMessage());
+    }
+  }
 }

@@ -90,4 +90,16 @@ public final class Durations {
         "'" + text + "' is not a duration; write a number and a unit, for example 500ms, 2s,"
             + " 1.5s, 1m or 1m30s");
   }
+
+  /**
+   * Checks a duration flag against its range.
+   *
+   * @throws picocli.CommandLine.ParameterException naming the flag, the range and the value
+   */
+  static void requireBetween(picocli.CommandLine cmd, String flag, Duration value, Duration min, Duration max) {
+    if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+      throw new picocli.CommandLine.ParameterException(
+          cmd, flag + " must be between " + format(min) + " and " + format(max) + "; was " + format(value));
+    }
+  }
 }

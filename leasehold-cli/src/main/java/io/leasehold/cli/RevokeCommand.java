@@ -1,7 +1,6 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseStoreUnavailableException;
-import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.client.CoreClient;
 import io.leasehold.core.proto.DeleteRequest;
 import io.leasehold.core.proto.DeleteResponse;
@@ -62,14 +61,11 @@ final class RevokeCommand implements Callable<Integer> {
   @Override
   public Integer call() throws InterruptedException {
     String uri = Backends.orDefault(backend);
-    List<InetSocketAddress> endpoints = endpoints(uri);
+    List<InetSocketAddress> endpoints = Backends.coreEndpoints(spec.commandLine(), backend, uri, "revoke works on the consistent core; on etcd use `etcdctl del <namespace>/leases/NAME`");
     if (name.isEmpty() || name.length() > MAX_NAME_CHARS) {
       throw bad("NAME must be 1 to " + MAX_NAME_CHARS + " characters; was " + name.length());
     }
-    if (timeout.compareTo(StatusCommand.MIN_TIMEOUT) < 0 || timeout.compareTo(StatusCommand.MAX_TIMEOUT) > 0) {
-      throw bad("--timeout must be between " + Durations.format(StatusCommand.MIN_TIMEOUT) + " and "
-          + Durations.format(StatusCommand.MAX_TIMEOUT) + "; was " + Durations.format(timeout));
-    }
+    Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, StatusCommand.MAX_TIMEOUT);
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     DeleteResponse response;
@@ -104,15 +100,6 @@ final class RevokeCommand implements Callable<Integer> {
     return 0;
   }
 
-  private List<InetSocketAddress> endpoints(String uri) {
-    String source = backend != null ? "--backend" : "$" + Backends.ENV;
-    try {
-      return CoreBackendProvider.endpoints(uri);
-    } catch (IllegalArgumentException e) {
-      throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (revoke works on the"
-          + " consistent core; on etcd use `etcdctl del <namespace>/leases/NAME`): " + e.getMessage());
-    }
-  }
 
   private ParameterException bad(String message) {
     return new ParameterException(spec.commandLine(), message);

@@ -1,7 +1,6 @@
 package io.leasehold.cli;
 
 import io.grpc.Status;
-import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.client.CoreClient;
 import io.leasehold.core.proto.NodeStatus;
 import io.leasehold.core.proto.StatusRequest;
@@ -19,7 +18,6 @@ import java.util.concurrent.CompletionException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code leasehold status}: each node of a core cluster, as it sees itself, and the counts. */
@@ -61,11 +59,8 @@ final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     String uri = Backends.orDefault(backend);
-    List<InetSocketAddress> endpoints = endpoints(uri);
-    if (timeout.compareTo(MIN_TIMEOUT) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
-      throw bad("--timeout must be between " + Durations.format(MIN_TIMEOUT) + " and "
-          + Durations.format(MAX_TIMEOUT) + "; was " + Durations.format(timeout));
-    }
+    List<InetSocketAddress> endpoints = Backends.coreEndpoints(spec.commandLine(), backend, uri, "status works on the consistent core only");
+    Durations.requireBetween(spec.commandLine(), "--timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT);
     List<Answer> answers = ask(endpoints);
     PrintWriter out = spec.commandLine().getOut();
     out.println("cluster " + uri);
@@ -157,17 +152,5 @@ final class StatusCommand implements Callable<Integer> {
     return "(" + (t.getMessage() != null ? t.getMessage() : t.toString()) + ")";
   }
 
-  private List<InetSocketAddress> endpoints(String uri) {
-    String source = backend != null ? "--backend" : "$" + Backends.ENV;
-    try {
-      return CoreBackendProvider.endpoints(uri);
-    } catch (IllegalArgumentException e) {
-      throw bad(source + " must be a core URI, leasehold://host:port,host:port,... (status works on"
-          + " the consistent core only): " + e.getMessage());
-    }
-  }
 
-  private ParameterException bad(String message) {
-    return new ParameterException(spec.commandLine(), message);
-  }
 }
