@@ -82,10 +82,17 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final Supplier<NodeStatus> nodeStatus;
   private final LeadershipTransfer leadership;
   private final NodeCounters counters;
+  private final LeaderRefusals refusals;
 
   ClientService(
-      RaftGateway raft, WatchHub watches, Supplier<NodeStatus> nodeStatus, NodeCounters counters, LeadershipTransfer leadership) {
+      RaftGateway raft,
+      LeaderRefusals refusals,
+      WatchHub watches,
+      Supplier<NodeStatus> nodeStatus,
+      NodeCounters counters,
+      LeadershipTransfer leadership) {
     this.counters = counters;
+    this.refusals = refusals;
     this.raft = raft;
     this.watches = watches;
     this.nodeStatus = nodeStatus;
@@ -143,7 +150,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       CompletableFuture<BatchResult> result =
           problem != null
               ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
-              : raft.write(command).handle(ClientService::result);
+              : write(command).handle(ClientService::result);
       result.thenAccept(
           r -> {
             results[at] = r;
@@ -263,6 +270,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
             request.getKey(),
             request.getPrefix(),
             java.util.Set.copyOf(request.getSessionIdsList()),
+            request.getLossesOnly(),
             request.getStartRevision(),
             new WatchHub.Sink() {
               @Override
@@ -454,9 +462,23 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     };
   }
 
+  /**
+   * Sends {@code command} through the log, unless it is an acquire that the leader can refuse
+   * from its own state ({@link LeaderRefusals}): the log would refuse it too.
+   */
+  private CompletableFuture<Reply> write(Command command) {
+    if (command.hasAcquire()) {
+      Reply refused = refusals.refusal(command.getAcquire());
+      if (refused != null) {
+        return CompletableFuture.completedFuture(refused);
+      }
+    }
+    return raft.write(command);
+  }
+
   private <T extends MessageLite> void write(Command command, Parser<T> parser, StreamObserver<T> out) {
     long received = System.nanoTime(); // captured by the callback below, which exists anyway
-    CompletableFuture<Reply> reply = raft.write(command);
+    CompletableFuture<Reply> reply = write(command);
     reply.whenComplete(
         (r, error) -> {
           counters.writes.increment();

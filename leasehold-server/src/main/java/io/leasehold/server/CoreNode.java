@@ -214,9 +214,19 @@ public final class CoreNode implements AutoCloseable {
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
     grpcServer =
         NettyServerBuilder.forAddress(self.clientAddress())
+            // Handlers run on the event loop that read the call: every one of them only checks
+            // the request and hands it on (a future, a queue), none blocks, so a hop to gRPC's
+            // executor per message would cost a thread wake-up and buy nothing.
+            .directExecutor()
             .addService(
                 ServerInterceptors.intercept(
-                    new ClientService(gateway, watches, this::nodeStatus, counters, leadership), new LeaderHint(this::leaderElsewhere)))
+                    new ClientService(
+                        gateway,
+                        new LeaderRefusals(gateway::leadsHere, stateMachine.state()),
+                        watches,
+                        this::nodeStatus,
+                        counters,
+                        leadership), new LeaderHint(this::leaderElsewhere)))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.

@@ -97,6 +97,9 @@ final class CoreState {
   /** Keys clients may not write to directly. */
   static final String RESERVED_PREFIX = "/_leasehold/";
 
+  /** The cause of a lease key's delete by its holder's own release. */
+  static final String RELEASED = "released";
+
   /**
    * Keys attached to a named lease's tenure: {@code /_leasehold/attached/<lease name>/<key>}, the
    * key without a slash. They are deleted at the same revision as the lease's key.
@@ -553,14 +556,12 @@ final class CoreState {
     KeyValue current = keys.get(key);
     AcquireResponse.Builder response = AcquireResponse.newBuilder();
     KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
+    String refusedBy = refusingHolder(current, tombstone, acquire);
+    if (refusedBy != null) {
+      response.setAcquired(false).setHolder(refusedBy);
+      return new Applied(ok(response.build().toByteString()), events, NONE);
+    }
     if (tombstone != null) {
-      String holder = tombstone.getValue().toStringUtf8();
-      if (!holder.equals(acquire.getHolder()) || tombstone.getLeaseRequestId() >= acquire.getRequestId()) {
-        // Revoked, but its holder may still be working under it: nobody else gets the name yet
-        // (nor does a late copy of the revoked tenure's own acquire).
-        response.setAcquired(false).setHolder(holder);
-        return new Applied(ok(response.build().toByteString()), events, NONE);
-      }
       // Its holder asks anew, so it gave the revoked tenure up: a new tenure, a new token.
       dropTombstone(key, tombstone);
     }
@@ -575,10 +576,6 @@ final class CoreState {
           write(key, current.getValue(), acquire.getSessionId(), acquire.getRequestId(), events);
         }
         response.setAcquired(true).setToken(current.getCreateRevision());
-        return new Applied(ok(response.build().toByteString()), events, NONE);
-      }
-      if (!sameHolder || current.getLeaseRequestId() > acquire.getRequestId()) {
-        response.setAcquired(false).setHolder(holder);
         return new Applied(ok(response.build().toByteString()), events, NONE);
       }
       // The same holder gave that tenure up: a new tenure replaces it, with a new token. The old
@@ -608,6 +605,27 @@ final class CoreState {
     return new Applied(ok(response.build().toByteString()), events, NONE);
   }
 
+  /**
+   * {@return the holder for whom {@code acquire} is refused, whatever its session: another holder
+   * of the name's live tenure, or of its revoked one (whose holder may still be working under it,
+   * so nobody else gets the name yet); or the same holder's, when the request is older than the
+   * tenure (a late copy). Null when the acquire may take the name, or is a retry of the tenure's
+   * own request.}
+   */
+  private static String refusingHolder(KeyValue current, KeyValue tombstone, AcquireRequest acquire) {
+    if (tombstone != null) {
+      String holder = tombstone.getValue().toStringUtf8();
+      boolean mayTake = holder.equals(acquire.getHolder()) && tombstone.getLeaseRequestId() < acquire.getRequestId();
+      return mayTake ? null : holder;
+    }
+    if (current != null) {
+      String holder = current.getValue().toStringUtf8();
+      boolean refused = !holder.equals(acquire.getHolder()) || current.getLeaseRequestId() > acquire.getRequestId();
+      return refused ? holder : null;
+    }
+    return null;
+  }
+
   private Applied release(ReleaseRequest release, List<Event> events) {
     String key = LEASE_PREFIX + release.getName();
     KeyValue current = keys.get(key);
@@ -616,7 +634,7 @@ final class CoreState {
             && current.getCreateRevision() == release.getToken()
             && current.getValue().toStringUtf8().equals(release.getHolder());
     if (ours) {
-      remove(key, "released", events);
+      remove(key, RELEASED, events);
     } else {
       KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
       if (tombstone != null
@@ -763,6 +781,17 @@ final class CoreState {
       }
     }
     return response.build();
+  }
+
+  /**
+   * {@return the holder for whom the log would refuse {@code acquire} now, as {@link #apply} would
+   * answer it (before the session check: a refusal from a name held by someone else is the answer
+   * either way); null when only the log can decide}
+   */
+  synchronized String refusingHolder(AcquireRequest acquire) {
+    String key = LEASE_PREFIX + acquire.getName();
+    KeyValue current = keys.get(key);
+    return refusingHolder(current, current == null ? revokedLeases.get(key) : null, acquire);
   }
 
   synchronized boolean hasSession(long sessionId) {

@@ -215,7 +215,8 @@ final class RaftGateway implements AutoCloseable {
         .build();
   }
 
-  private boolean leadsHere() {
+  /** {@return whether the local Raft server leads the group now} */
+  boolean leadsHere() {
     try {
       return server.getDivision(groupId).getInfo().isLeader();
     } catch (IOException e) {

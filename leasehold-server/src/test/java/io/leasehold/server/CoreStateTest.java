@@ -31,6 +31,7 @@ import io.leasehold.server.state.StoredReply;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.util.List;
 import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -67,6 +68,64 @@ class CoreStateTest {
     CoreState.Applied applied = apply(c);
     assertThat(applied.reply().hasOk()).as("acquire reply: %s", applied.reply()).isTrue();
     return AcquireResponse.parseFrom(applied.reply().getOk());
+  }
+
+  private static AcquireRequest acquireRequest(String name, String holder, long requestId, long session) {
+    return AcquireRequest.newBuilder().setName(name).setHolder(holder).setRequestId(requestId).setSessionId(session).build();
+  }
+
+  /**
+   * The leader refuses an acquire from its state (LeaderRefusals) exactly when the log would:
+   * every case where the read names a holder, applying the same acquire refuses it for that
+   * holder; every case where it does not, applying it grants.
+   */
+  @Test
+  void theLeadersReadRefusesAnAcquireExactlyWhenTheLogWould() throws IOException {
+    long sa = grant(10_000);
+    long sb = grant(10_000);
+    assertThat(state.refusingHolder(acquireRequest("job", "a#1", 1, sa))).as("a free name").isNull();
+    long token = acquire("job", "a#1", 1, sa).getToken();
+
+    record Case(String why, AcquireRequest acquire, String refusedFor) {}
+    List<Case> cases =
+        List.of(
+            new Case("another holder", acquireRequest("job", "b#1", 1, sb), "a#1"),
+            new Case("the holder's late copy of an older request", acquireRequest("job", "a#1", 0, sa), "a#1"),
+            new Case("the holder's retry of the same request", acquireRequest("job", "a#1", 1, sb), null),
+            new Case("the holder's new tenure", acquireRequest("job", "a#1", 2, sa), null));
+    for (Case c : cases) {
+      String read = state.refusingHolder(c.acquire());
+      assertThat(read).as(c.why()).isEqualTo(c.refusedFor());
+    }
+    // Each case, applied on a copy of this state, answers as the read said.
+    for (Case c : cases) {
+      CoreState copy = copyOf(state);
+      AcquireResponse applied =
+          AcquireResponse.parseFrom(
+              copy.apply(index + 1, term, Command.newBuilder().setAcquire(c.acquire().toBuilder().setCall(call())).build())
+                  .reply()
+                  .getOk());
+      assertThat(applied.getAcquired()).as(c.why()).isEqualTo(c.refusedFor() == null);
+      if (c.refusedFor() != null) {
+        assertThat(applied.getHolder()).as(c.why()).isEqualTo(c.refusedFor());
+      }
+    }
+
+    // Revoked by an operator: the tombstone refuses everyone but the holder's newer request.
+    delete(CoreState.LEASE_PREFIX + "job");
+    assertThat(state.refusingHolder(acquireRequest("job", "b#1", 5, sb))).as("another holder, revoked tenure").isEqualTo("a#1");
+    assertThat(state.refusingHolder(acquireRequest("job", "a#1", 1, sa))).as("the revoked request itself").isEqualTo("a#1");
+    assertThat(state.refusingHolder(acquireRequest("job", "a#1", 2, sa))).as("the holder asks anew").isNull();
+    assertThat(acquire("job", "b#1", 5, sb).getAcquired()).as("the log agrees: refused").isFalse();
+    assertThat(acquire("job", "a#1", 2, sa).getToken()).as("the log agrees: a new tenure").isGreaterThan(token);
+  }
+
+  private static CoreState copyOf(CoreState original) throws IOException {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    original.writeSnapshot(bytes);
+    CoreState copy = new CoreState();
+    copy.readSnapshot(new java.io.ByteArrayInputStream(bytes.toByteArray()));
+    return copy;
   }
 
   @Test
