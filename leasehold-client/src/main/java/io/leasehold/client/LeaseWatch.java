@@ -110,6 +110,8 @@ final class LeaseWatch implements AutoCloseable {
             .setPrefix(true)
             .setStartRevision(nextRevision)
             .addAllSessionIds(sessions)
+            // Its own acquires and releases tell it nothing: not sent back, two messages a cycle.
+            .setLossesOnly(true)
             .build();
     openedFrom = nextRevision;
     Object[] self = new Object[1];

@@ -25,8 +25,11 @@ final class WatchHub {
     boolean isClosed();
   }
 
-  private record Watcher(String key, boolean prefix, Set<Long> sessions, Sink sink) {
+  private record Watcher(String key, boolean prefix, Set<Long> sessions, boolean lossesOnly, Sink sink) {
     boolean matches(Event e) {
+      if (lossesOnly && (e.getType() == Event.Type.PUT || e.getCause().equals(CoreState.RELEASED))) {
+        return false;
+      }
       String k = e.getKv().getKey();
       if (!sessions.isEmpty() && !sessions.contains(e.getKv().getSessionId())) {
         return false;
@@ -114,18 +117,20 @@ final class WatchHub {
    *     the oldest revision it may ask for)
    */
   synchronized boolean watch(String key, boolean prefix, long startRevision, Sink sink) {
-    return watch(key, prefix, Set.of(), startRevision, sink);
+    return watch(key, prefix, Set.of(), false, startRevision, sink);
   }
 
   /**
    * Starts a watch on the keys attached to some sessions only.
    *
    * @param sessions only events of keys attached to one of these; empty for all keys
+   * @param lossesOnly only deletes that the key's holder did not make (no puts, no releases)
    * @param startRevision the first revision to deliver; 0 for "from the next change"
    * @return false if {@code startRevision} is older than the retained history
    */
-  synchronized boolean watch(String key, boolean prefix, Set<Long> sessions, long startRevision, Sink sink) {
-    Watcher watcher = new Watcher(key, prefix, Set.copyOf(sessions), sink);
+  synchronized boolean watch(
+      String key, boolean prefix, Set<Long> sessions, boolean lossesOnly, long startRevision, Sink sink) {
+    Watcher watcher = new Watcher(key, prefix, Set.copyOf(sessions), lossesOnly, sink);
     if (startRevision != 0) {
       if (startRevision <= retainedAfter) {
         sink.send(WatchResponse.newBuilder().setCompactRevision(retainedAfter + 1).build());

@@ -63,11 +63,44 @@ class WatchHubTest {
   @Test
   void aWatcherNamingSessionsSeesOnlyTheirKeys() {
     Recorder mine = new Recorder();
-    hub.watch("app/", true, java.util.Set.of(7L), 0, mine);
+    hub.watch("app/", true, java.util.Set.of(7L), false, 0, mine);
     hub.publish(List.of(put("app/mine", 1).toBuilder().setKv(KeyValue.newBuilder().setKey("app/mine").setModRevision(1).setSessionId(7)).build()));
     hub.publish(List.of(put("app/theirs", 2).toBuilder().setKv(KeyValue.newBuilder().setKey("app/theirs").setModRevision(2).setSessionId(8)).build()));
     hub.publish(List.of(put("app/unattached", 3)));
     assertThat(mine.revisions()).containsExactly(1L);
+  }
+
+  private static Event delete(String key, long revision, String cause) {
+    return Event.newBuilder()
+        .setType(Event.Type.DELETE)
+        .setKv(KeyValue.newBuilder().setKey(key).setModRevision(revision))
+        .setCause(cause)
+        .build();
+  }
+
+  @Test
+  void aWatcherOfLossesOnlyIsNotSentPutsOrReleasesButEveryOtherDelete() {
+    Recorder losses = new Recorder();
+    Recorder all = new Recorder();
+    hub.watch("app/", true, java.util.Set.of(), true, 0, losses);
+    hub.watch("app/", true, java.util.Set.of(), false, 0, all);
+    hub.publish(List.of(put("app/a", 1)));
+    hub.publish(List.of(delete("app/a", 2, CoreState.RELEASED)));
+    hub.publish(List.of(delete("app/b", 3, "session expired")));
+    hub.publish(List.of(delete("app/c", 4, "")));
+    hub.publish(List.of(delete("app/d", 5, "replaced by a new tenure of the same holder"), put("app/d", 5)));
+    assertThat(losses.revisions()).containsExactly(3L, 4L, 5L);
+    assertThat(all.revisions()).containsExactly(1L, 2L, 3L, 4L, 5L, 5L);
+  }
+
+  @Test
+  void aWatcherOfLossesOnlyResumingFromThePastIsSentOnlyItsLosses() {
+    hub.publish(List.of(put("app/a", 1)));
+    hub.publish(List.of(delete("app/a", 2, CoreState.RELEASED)));
+    hub.publish(List.of(delete("app/b", 3, "session revoked")));
+    Recorder losses = new Recorder();
+    assertThat(hub.watch("app/", true, java.util.Set.of(), true, 1, losses)).isTrue();
+    assertThat(losses.revisions()).containsExactly(3L);
   }
 
   @Test
