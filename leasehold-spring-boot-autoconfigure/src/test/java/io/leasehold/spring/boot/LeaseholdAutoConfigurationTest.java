@@ -194,7 +194,9 @@ class LeaseholdAutoConfigurationTest {
       assertThat(json)
           .contains("\"leasehold.backend\"", "\"leasehold.owner\"", "\"leasehold.lease.ttl\"",
               "\"leasehold.lease.heartbeat-interval\"", "\"leasehold.lease.safety-margin\"",
-              "\"leasehold.shedlock.enabled\"", "\"leasehold.integration.name-prefix\"")
+              "\"leasehold.shedlock.enabled\"", "\"leasehold.integration.name-prefix\"",
+              "\"leasehold.leader-election\"", "\"leasehold.health.timeout\"",
+              "\"leasehold.health.probe-lease\"")
           .contains("How long the store keeps a lease after the last renewal it received");
     }
   }
