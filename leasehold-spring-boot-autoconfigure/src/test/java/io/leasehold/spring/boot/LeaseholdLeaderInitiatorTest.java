@@ -124,6 +124,22 @@ class LeaseholdLeaderInitiatorTest {
   }
 
   @Test
+  void theRevokedEventComesWhileTheLeaseIsStillHeld() throws Exception {
+    MemoryLeaseStore store = MemoryLeaseStore.create();
+    List<Boolean> heldAtRevoke = new CopyOnWriteArrayList<>();
+    ApplicationListener<LeaderRevokedEvent> stopsLeaderWork =
+        event -> heldAtRevoke.add(store.lookup("orders-leader").isPresent());
+    runner
+        .withPropertyValues("leasehold.lease.ttl=60s", "leasehold.leader-election.orders.lease-name=orders-leader")
+        .withBean("leaseBackend", LeaseBackend.class, store::connect)
+        .withBean("stopsLeaderWork", ApplicationListener.class, () -> stopsLeaderWork)
+        .run(ctx -> await().atMost(PATIENCE).until(ctx.getBean(LeaseholdLeaderInitiator.class)::isLeader));
+    // Listeners stop leader-only work before anyone else can be granted the role.
+    assertThat(heldAtRevoke).containsExactly(true);
+    assertThat(store.lookup("orders-leader")).isEmpty();
+  }
+
+  @Test
   void stoppingAnInitiatorReleasesItsLeaseWhileTheBackendStaysOpen() throws Exception {
     MemoryLeaseStore store = MemoryLeaseStore.create();
     try (LeaseBackend otherProcess = store.connect()) {
