@@ -200,9 +200,11 @@ public class LeaseholdLeaderInitiator implements SmartLifecycle, ApplicationEven
 
   /** One term: the events around the work, all on the term's thread, in order. */
   private void lead(LeaderContext ctx) throws Exception {
-    publisher.publishEvent(new LeaderGrantedEvent(this, role, ctx));
     Why why = Why.WORK_FAILED;
     try {
+      // Inside the try: when a granted listener throws, the listeners that already started
+      // leader-only work still hear, from the revoked event, that the term ended.
+      publisher.publishEvent(new LeaderGrantedEvent(this, role, ctx));
       work.lead(ctx);
       why = Why.WORK_RETURNED;
     } catch (InterruptedException e) {

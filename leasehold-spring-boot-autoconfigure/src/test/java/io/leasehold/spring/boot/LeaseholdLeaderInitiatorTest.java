@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -121,6 +122,30 @@ class LeaseholdLeaderInitiatorTest {
       assertThat(tryTake(otherProcess, "orders-leader")).isTrue();
       assertThat(tryTake(otherProcess, "orders-lock")).isTrue();
     }
+  }
+
+  @Test
+  void aGrantedListenerThatThrowsEndsTheTermWithARevokedEvent() {
+    AtomicInteger grants = new AtomicInteger();
+    ApplicationListener<LeaderGrantedEvent> failsOnce = event -> {
+      if (grants.incrementAndGet() == 1) {
+        throw new IllegalStateException("could not start the leader-only work");
+      }
+    };
+    runner
+        .withPropertyValues("leasehold.leader-election.orders.lease-name=orders-leader")
+        .withBean("failsOnce", ApplicationListener.class, () -> failsOnce)
+        .run(ctx -> {
+          Events events = ctx.getBean(Events.class);
+          // Other listeners may have started work on the grant: they must hear that it ended.
+          await().atMost(PATIENCE).until(() -> events.seen.stream().anyMatch(LeaderRevokedEvent.class::isInstance));
+          LeaderRevokedEvent revoked = (LeaderRevokedEvent) events.seen.stream()
+              .filter(LeaderRevokedEvent.class::isInstance).findFirst().orElseThrow();
+          assertThat(revoked.getWhy()).isEqualTo(Why.WORK_FAILED);
+          // The lease was released and the election contends again.
+          await().atMost(PATIENCE).until(ctx.getBean(LeaseholdLeaderInitiator.class)::isLeader);
+          assertThat(grants.get()).isEqualTo(2);
+        });
   }
 
   @Test
