@@ -4,10 +4,11 @@ import io.leasehold.recipes.LeaderContext;
 
 /**
  * This process became the leader of a role. Published on the term's own thread before the leader
- * work starts; a listener that throws ends the term (the lease is released and the election
- * contends again). Gate leader-only work on {@link #getContext()}{@code .isLeader()} (local, no
- * I/O, never true past the lease's safe deadline) and pass {@link #getFencingToken()} to the
- * resources it writes; stop it on {@link LeaderRevokedEvent}.
+ * work starts; a listener that throws ends the term: a {@link LeaderRevokedEvent} ({@code
+ * WORK_FAILED}) follows, then the lease is released and the election contends again. Gate
+ * leader-only work on {@link #getContext()}{@code .isLeader()} (local, no I/O, never true past the
+ * lease's safe deadline) and pass {@link #getFencingToken()} to the resources it writes; stop it on
+ * {@link LeaderRevokedEvent}.
  */
 public final class LeaderGrantedEvent extends LeaseholdLeaderEvent {
 
