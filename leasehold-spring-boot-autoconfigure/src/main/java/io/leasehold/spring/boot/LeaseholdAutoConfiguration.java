@@ -184,29 +184,39 @@ public class LeaseholdAutoConfiguration {
     }
   }
 
-  /** The Actuator health indicator. */
+  /**
+   * The Actuator health indicator. Two levels on purpose: Spring loads the condition classes of
+   * all of a class's conditions before it evaluates any, so {@code
+   * ConditionalOnEnabledHealthIndicator} (whose condition class is in Actuator) must sit on a
+   * class that is only read once Actuator is known to be present; on one class, an application
+   * without Actuator failed to start (found by {@code noIndicatorWithoutActuator}).
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(HealthIndicator.class)
-  @ConditionalOnEnabledHealthIndicator("leasehold")
   static class HealthConfiguration {
-    @Bean
-    @ConditionalOnMissingBean(name = "leaseholdHealthIndicator")
-    LeaseholdHealthIndicator leaseholdHealthIndicator(
-        LeaseBackend backend, LeaseholdProperties properties, ObjectProvider<LeaseholdLeaderInitiator> initiators) {
-      LeaseholdProperties.Health health = properties.getHealth();
-      try {
-        io.leasehold.LeaseSettings.builder(health.getProbeLease(), "health");
-      } catch (IllegalArgumentException | NullPointerException e) {
-        throw new InvalidConfigurationPropertyValueException(
-            "leasehold.health.probe-lease", health.getProbeLease(), e.getMessage());
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnEnabledHealthIndicator("leasehold")
+    static class EnabledHealthConfiguration {
+      @Bean
+      @ConditionalOnMissingBean(name = "leaseholdHealthIndicator")
+      LeaseholdHealthIndicator leaseholdHealthIndicator(
+          LeaseBackend backend, LeaseholdProperties properties, ObjectProvider<LeaseholdLeaderInitiator> initiators) {
+        LeaseholdProperties.Health health = properties.getHealth();
+        try {
+          io.leasehold.LeaseSettings.builder(health.getProbeLease(), "health");
+        } catch (IllegalArgumentException | NullPointerException e) {
+          throw new InvalidConfigurationPropertyValueException(
+              "leasehold.health.probe-lease", health.getProbeLease(), e.getMessage());
+        }
+        Duration timeout = health.getTimeout();
+        if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofMinutes(1)) > 0) {
+          throw new InvalidConfigurationPropertyValueException(
+              "leasehold.health.timeout", timeout, "timeout must be between 1 ms and 1 min");
+        }
+        return new LeaseholdHealthIndicator(
+            backend, health.getProbeLease(), timeout, initiators.orderedStream().toList());
       }
-      Duration timeout = health.getTimeout();
-      if (timeout == null || timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofMinutes(1)) > 0) {
-        throw new InvalidConfigurationPropertyValueException(
-            "leasehold.health.timeout", timeout, "timeout must be between 1 ms and 1 min");
-      }
-      return new LeaseholdHealthIndicator(
-          backend, health.getProbeLease(), timeout, initiators.orderedStream().toList());
     }
   }
 }
