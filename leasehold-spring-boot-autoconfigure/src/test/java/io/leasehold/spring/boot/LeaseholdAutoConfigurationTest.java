@@ -117,7 +117,7 @@ class LeaseholdAutoConfigurationTest {
 
   @Test
   void noShedLockBeanWithoutShedLock() {
-    withMemory.withClassLoader(new FilteredClassLoader(LockProvider.class)).run(ctx -> {
+    withMemory.withClassLoader(new FilteredClassLoader("net.javacrumbs.shedlock", "io.leasehold.shedlock")).run(ctx -> {
       assertThat(ctx).hasNotFailed();
       assertThat(ctx).doesNotHaveBean(LeaseholdLockProvider.class);
       assertThat(ctx).hasSingleBean(LockRegistry.class);
@@ -126,7 +126,7 @@ class LeaseholdAutoConfigurationTest {
 
   @Test
   void noLockRegistryWithoutSpringIntegration() {
-    withMemory.withClassLoader(new FilteredClassLoader(LockRegistry.class)).run(ctx -> {
+    withMemory.withClassLoader(new FilteredClassLoader("org.springframework.integration", "io.leasehold.integration")).run(ctx -> {
       assertThat(ctx).hasNotFailed();
       assertThat(ctx).doesNotHaveBean(LeaseholdLockRegistry.class);
       assertThat(ctx).hasSingleBean(LockProvider.class);
