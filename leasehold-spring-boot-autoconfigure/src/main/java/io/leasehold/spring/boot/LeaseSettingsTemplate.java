@@ -28,6 +28,8 @@ public final class LeaseSettingsTemplate implements Function<String, LeaseSettin
    *
    * @param leaseName the lease name
    * @return its settings
+   * @throws IllegalArgumentException if {@code leaseName} is not a valid lease name (before, this was
+   *     reported as a bad {@code leasehold.owner})
    */
   @Override
   public LeaseSettings apply(String leaseName) {

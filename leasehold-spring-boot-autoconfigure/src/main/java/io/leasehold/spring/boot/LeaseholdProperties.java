@@ -2,6 +2,8 @@ package io.leasehold.spring.boot;
 
 import io.leasehold.LeaseSettings;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.function.Consumer;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
@@ -35,6 +37,16 @@ public class LeaseholdProperties {
   /** The Spring Integration lock registry. */
   private final Integration integration = new Integration();
 
+  /**
+   * Leader elections, one per role (the key): each makes a LeaseholdLeaderInitiator bean named
+   * leaseholdLeaderInitiator-ROLE that contends while the context runs and publishes
+   * LeaderGrantedEvent and LeaderRevokedEvent.
+   */
+  private final Map<String, LeaderElection> leaderElection = new LinkedHashMap<>();
+
+  /** The Actuator health indicator, made when Spring Boot Actuator is on the class path. */
+  private final Health health = new Health();
+
   public String getBackend() {
     return backend;
   }
@@ -61,6 +73,14 @@ public class LeaseholdProperties {
 
   public Integration getIntegration() {
     return integration;
+  }
+
+  public Map<String, LeaderElection> getLeaderElection() {
+    return leaderElection;
+  }
+
+  public Health getHealth() {
+    return health;
   }
 
   /** Lease defaults; unset values take {@link LeaseSettings}' defaults. */
@@ -147,12 +167,16 @@ public class LeaseholdProperties {
      *
      * @throws InvalidConfigurationPropertyValueException naming the property whose value is out
      *     of range, so the application fails to start with that property in the message
+     * @throws IllegalArgumentException if {@code name} is not a valid lease name
      */
     LeaseSettings settings(String name, String owner) {
       LeaseSettings.Builder b;
       try {
         b = LeaseSettings.builder(name, owner);
       } catch (IllegalArgumentException e) {
+        if (e.getMessage() == null || !e.getMessage().startsWith("owner")) {
+          throw e; // a bad lease name: the caller knows which property (if any) gave it
+        }
         throw new InvalidConfigurationPropertyValueException("leasehold.owner", owner, e.getMessage());
       }
       apply("leasehold.lease.ttl", ttl, b::ttl);
@@ -245,6 +269,56 @@ public class LeaseholdProperties {
 
     public void setNamePrefix(String namePrefix) {
       this.namePrefix = namePrefix;
+    }
+  }
+
+  /** One leader election, under leasehold.leader-election.ROLE. */
+  public static class LeaderElection {
+    /** The lease all instances contend for; default leader/ROLE. */
+    private String leaseName;
+
+    /** Whether the context starts contending at startup; when false, call start() on the bean. */
+    private boolean autoStartup = true;
+
+    public String getLeaseName() {
+      return leaseName;
+    }
+
+    public void setLeaseName(String leaseName) {
+      this.leaseName = leaseName;
+    }
+
+    public boolean isAutoStartup() {
+      return autoStartup;
+    }
+
+    public void setAutoStartup(boolean autoStartup) {
+      this.autoStartup = autoStartup;
+    }
+  }
+
+  /** The health indicator (management.health.leasehold.enabled=false turns it off). */
+  public static class Health {
+    /** The lease name each health check reads from the store (it need not exist). */
+    private String probeLease = "leasehold/health-probe";
+
+    /** How long a health check waits for the store before it reports DOWN (1 ms to 1 min). */
+    private Duration timeout = Duration.ofSeconds(2);
+
+    public String getProbeLease() {
+      return probeLease;
+    }
+
+    public void setProbeLease(String probeLease) {
+      this.probeLease = probeLease;
+    }
+
+    public Duration getTimeout() {
+      return timeout;
+    }
+
+    public void setTimeout(Duration timeout) {
+      this.timeout = timeout;
     }
   }
 }

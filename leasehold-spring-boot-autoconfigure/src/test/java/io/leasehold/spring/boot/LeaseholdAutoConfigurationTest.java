@@ -117,7 +117,7 @@ class LeaseholdAutoConfigurationTest {
 
   @Test
   void noShedLockBeanWithoutShedLock() {
-    withMemory.withClassLoader(new FilteredClassLoader(LockProvider.class)).run(ctx -> {
+    withMemory.withClassLoader(new FilteredClassLoader("net.javacrumbs.shedlock", "io.leasehold.shedlock")).run(ctx -> {
       assertThat(ctx).hasNotFailed();
       assertThat(ctx).doesNotHaveBean(LeaseholdLockProvider.class);
       assertThat(ctx).hasSingleBean(LockRegistry.class);
@@ -126,7 +126,7 @@ class LeaseholdAutoConfigurationTest {
 
   @Test
   void noLockRegistryWithoutSpringIntegration() {
-    withMemory.withClassLoader(new FilteredClassLoader(LockRegistry.class)).run(ctx -> {
+    withMemory.withClassLoader(new FilteredClassLoader("org.springframework.integration", "io.leasehold.integration")).run(ctx -> {
       assertThat(ctx).hasNotFailed();
       assertThat(ctx).doesNotHaveBean(LeaseholdLockRegistry.class);
       assertThat(ctx).hasSingleBean(LockProvider.class);
@@ -194,7 +194,9 @@ class LeaseholdAutoConfigurationTest {
       assertThat(json)
           .contains("\"leasehold.backend\"", "\"leasehold.owner\"", "\"leasehold.lease.ttl\"",
               "\"leasehold.lease.heartbeat-interval\"", "\"leasehold.lease.safety-margin\"",
-              "\"leasehold.shedlock.enabled\"", "\"leasehold.integration.name-prefix\"")
+              "\"leasehold.shedlock.enabled\"", "\"leasehold.integration.name-prefix\"",
+              "\"leasehold.leader-election\"", "\"leasehold.health.timeout\"",
+              "\"leasehold.health.probe-lease\"")
           .contains("How long the store keeps a lease after the last renewal it received");
     }
   }

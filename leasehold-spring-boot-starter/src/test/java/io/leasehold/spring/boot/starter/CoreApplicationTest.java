@@ -9,6 +9,8 @@ import io.leasehold.LeaseSettings;
 import io.leasehold.integration.LeaseLock;
 import io.leasehold.integration.LeaseholdLockRegistry;
 import io.leasehold.server.LocalCluster;
+import io.leasehold.spring.boot.LeaseholdHealthIndicator;
+import io.leasehold.spring.boot.LeaseholdLeaderInitiator;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -26,6 +28,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.Status;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -83,6 +87,7 @@ class CoreApplicationTest {
   @Autowired LeaseBackend backend;
   @Autowired LockProvider lockProvider;
   @Autowired LockRegistry lockRegistry;
+  @Autowired LeaseholdHealthIndicator health;
 
   @Test
   void theApplicationLocksOnTheCoreAndReleasesOnShutdown() {
@@ -112,6 +117,9 @@ class CoreApplicationTest {
       orders.unlock();
       assertThat(tryTake(otherProcess, "orders")).as("free after unlock()").isTrue();
     }
+    // The probe is a linearizable read on the core: UP only when a majority answers.
+    Health up = await().atMost(Duration.ofSeconds(30)).until(health::health, h -> h.getStatus().equals(Status.UP));
+    assertThat(up.getDetails()).containsEntry("kind", "leasehold").containsKey("leasesHeld");
   }
 
   @Test
@@ -121,8 +129,12 @@ class CoreApplicationTest {
       ConfigurableApplicationContext instance =
           new SpringApplicationBuilder(App.class)
               .web(WebApplicationType.NONE)
-              .properties("leasehold.backend=" + cluster.uri(), "leasehold.owner=boot-app-2", "leasehold.lease.ttl=30s")
+              .properties("leasehold.backend=" + cluster.uri(), "leasehold.owner=boot-app-2", "leasehold.lease.ttl=30s",
+                  "leasehold.leader-election.reports.lease-name=leader/reports")
               .run();
+      LeaseholdLeaderInitiator reports = instance.getBean(LeaseholdLeaderInitiator.class);
+      await().atMost(Duration.ofSeconds(30)).until(reports::isLeader);
+      assertThat(tryTake(otherProcess, "leader/reports")).as("led by the instance").isFalse();
       LeaseLock held = (LeaseLock) instance.getBean(LockRegistry.class).obtain("held-at-shutdown");
       // An unknown answer (a cluster still settling) throws; the same lock tries again as the
       // same holder.
@@ -132,9 +144,12 @@ class CoreApplicationTest {
       });
       assertThat(tryTake(otherProcess, "held-at-shutdown")).as("held by the instance").isFalse();
 
-      instance.close(); // the backend bean closes with the context and releases what it holds
+      instance.close(); // the initiator stops, then the backend bean closes and releases what it holds
       assertThat(tryTake(otherProcess, "held-at-shutdown"))
           .as("handed on at shutdown, without waiting for the 30 s TTL")
+          .isTrue();
+      assertThat(tryTake(otherProcess, "leader/reports"))
+          .as("leadership given up at shutdown, without waiting for the 30 s TTL")
           .isTrue();
     }
   }
