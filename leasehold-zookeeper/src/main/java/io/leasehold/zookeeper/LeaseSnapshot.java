@@ -25,6 +25,7 @@ import org.apache.zookeeper.data.Stat;
  * @param leaseMzxid the zxid of the lease node's last data change
  * @param leasePzxid the zxid of the last change of its children
  * @param record the tenure record on the lease node, if any
+ * @param released the tenure the last release recorded on the lease node, if that is its data
  * @param holding the holder node as a holding, empty when there is none
  */
 record LeaseSnapshot(
@@ -32,6 +33,7 @@ record LeaseSnapshot(
     long leaseMzxid,
     long leasePzxid,
     Optional<ZNodes.TenureRecord> record,
+    Optional<ZNodes.Released> released,
     Optional<LeaseHolding> holding) {
 
   /** The name of the znode, under the lease node, that holds attached key {@code key}. */
@@ -50,7 +52,9 @@ record LeaseSnapshot(
       long mzxid = 0;
       long pzxid = 0;
       Optional<ZNodes.TenureRecord> record = Optional.empty();
+      Optional<ZNodes.Released> released = Optional.empty();
       if (results.get(0) instanceof OpResult.GetDataResult g) {
+        released = ZNodes.Released.parse(g.getData());
         version = g.getStat().getVersion();
         mzxid = g.getStat().getMzxid();
         pzxid = g.getStat().getPzxid();
@@ -60,7 +64,7 @@ record LeaseSnapshot(
       if (results.get(1) instanceof OpResult.GetDataResult g) {
         holding = Optional.of(holding(g.getData(), g.getStat()));
       }
-      return new LeaseSnapshot(version, mzxid, pzxid, record, holding);
+      return new LeaseSnapshot(version, mzxid, pzxid, record, released, holding);
     });
   }
 

@@ -984,7 +984,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
         return;
       }
       List<Op> ops = new ArrayList<>(List.of(
-          Op.setData(ZNodes.leaseNode(leaseName), ZNodes.noTenure(leaseName),
+          Op.setData(ZNodes.leaseNode(leaseName),
+              ZNodes.released(leaseName, record.get().holder().toString(), token),
               record.get().generation()),
           Op.delete(holderNode, stat.getVersion())));
       for (String key : attached) {

@@ -157,6 +157,14 @@ final class ZooKeeperObservation implements Watcher, ConnectionStateListener {
         // Free before and now: a clean-up of an ended tenure's record changes the version once.
         if (steps == 0 || (steps == 1 && !afterReconnect && now.leasePzxid() == was.leasePzxid())) {
           done(now, seen);
+        } else if (steps == 2 && now.released().isPresent() && now.leasePzxid() == now.leaseMzxid()) {
+          // A whole tenure began and was released before this read: two versions, the second
+          // written by the release's own transaction, which recorded the tenure.
+          Optional<LeaseHolding> tenure = now.released().map(
+              r -> new LeaseHolding(r.holder(), r.token(), Optional.empty()));
+          emit(LeaseEvent.Type.ACQUIRED, tenure, "");
+          emit(LeaseEvent.Type.RELEASED, tenure, "");
+          done(now, seen);
         } else {
           gap(now, seen, "the lease node changed " + steps + " times unseen");
         }
