@@ -4,13 +4,19 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -41,6 +47,7 @@ public final class EtcdBackend implements LeaseBackend {
   private final EtcdLeaseStore store;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final CompletableFuture<Void> connected;
+  private final Set<EtcdObservation> observations = ConcurrentHashMap.newKeySet();
 
   private EtcdBackend(EtcdUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
     this(uri, runtime, ownsRuntime, UnaryOperator.identity());
@@ -116,6 +123,45 @@ public final class EtcdBackend implements LeaseBackend {
     return leases.newLease(settings, store, runtime);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On etcd: a read of the lease's key, then a watch of it from the revision after the read,
+   * resumed from the revision after the last event whenever the watch fails; a compacted revision
+   * gives {@code GAP} and a fresh read. Why a key was deleted (released, expired, deleted by an
+   * operator) is told from its guard and its etcd lease; see {@code docs/etcd.md}.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
+    }
+    EtcdObservation[] self = new EtcdObservation[1];
+    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
+      observations.remove(self[0]);
+      self[0].close();
+    });
+    self[0] = new EtcdObservation(client, runtime.timers(), observation, store.key(name), store.guardKey(name));
+    observations.add(self[0]);
+    self[0].start();
+    return observation;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On etcd: one linearizable transaction reads the lease's key and its attached keys at one
+   * revision.
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    return store.read(name);
+  }
+
   @Override
   public String uri() {
     return uri.canonical();
@@ -185,6 +231,8 @@ public final class EtcdBackend implements LeaseBackend {
   }
 
   private void shutdown() {
+    observations.forEach(EtcdObservation::close);
+    observations.clear();
     client.close();
     if (ownsRuntime) {
       runtime.close();

@@ -83,6 +83,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   private final OpenLeases leases;
   private final String keyPrefix;
   private final String guardPrefix;
+  private final String attachedPrefix;
   private final ByteSequence prefix;
   private final Map<Long, Session> sessions = new ConcurrentHashMap<>();
   /** Tenures this backend holds, by lease name (one key per name). */
@@ -107,6 +108,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     this.leases = leases;
     this.keyPrefix = namespace + "/leases/";
     this.guardPrefix = namespace + "/guards/";
+    this.attachedPrefix = namespace + "/attached/";
     this.prefix = bytes(keyPrefix);
   }
 
@@ -140,6 +142,93 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   /** {@return the key of the guard that keeps {@code leaseName} blocked while its holder lives} */
   String guardKey(String leaseName) {
     return guardPrefix + leaseName;
+  }
+
+  /** {@return the prefix under which the keys attached to tenures of {@code leaseName} live} */
+  String attachedPrefix(String leaseName) {
+    return attachedPrefix + leaseName + "/";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Attached keys and reads.
+
+  @Override
+  public boolean supportsAttach() {
+    return true;
+  }
+
+  /**
+   * One transaction: if the record is still exactly this tenure's (create revision and value),
+   * puts {@code <namespace>/attached/<name>/<key>} on the tenure's own etcd lease, so it expires
+   * with the tenure; else writes nothing. A release deletes the keys in its own transaction.
+   */
+  @Override
+  public CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    Held h = held.get(tenure.leaseName());
+    if (h == null || h.token != tenure.token()) {
+      return CompletableFuture.completedFuture(false);
+    }
+    ByteSequence record = bytes(key(tenure.leaseName()));
+    ByteSequence recordValue = bytes(Record.encode(tenure.holder(), tenure.requestId()));
+    return kv.txn()
+        .If(
+            new Cmp(record, Cmp.Op.EQUAL, CmpTarget.createRevision(tenure.token())),
+            new Cmp(record, Cmp.Op.EQUAL, CmpTarget.value(recordValue)))
+        .Then(Op.put(bytes(attachedPrefix(tenure.leaseName()) + key), bytes(value),
+            PutOption.builder().withLeaseId(h.grant.id).build()))
+        .commit()
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(
+                    Session.unavailable("the attach transaction for '" + tenure.leaseName() + "' failed", error));
+              }
+              return response.isSucceeded();
+            });
+  }
+
+  /**
+   * Reads the record and the attached keys in one transaction (one revision, linearizable). Only
+   * keys written during the tenure count (mod revision after its create revision): a key left by
+   * a tenure an operator deleted, not yet cleaned up, is not this tenure's.
+   */
+  CompletableFuture<io.leasehold.LeaseState> read(String leaseName) {
+    String attached = attachedPrefix(leaseName);
+    return kv.txn()
+        .Then(
+            Op.get(bytes(key(leaseName)), GetOption.DEFAULT),
+            Op.get(bytes(attached), GetOption.builder().isPrefix(true).build()))
+        .commit()
+        .handle(
+            (response, error) -> {
+              if (error != null) {
+                throw new java.util.concurrent.CompletionException(
+                    Session.unavailable("reading lease '" + leaseName + "' failed", error));
+              }
+              KeyValue record = kvOf(response.getGetResponses(), 0);
+              if (record == null) {
+                return new io.leasehold.LeaseState(leaseName, Optional.empty(), Map.of());
+              }
+              Map<String, String> values = new HashMap<>();
+              List<GetResponse> gets = response.getGetResponses();
+              if (gets.size() > 1) {
+                for (KeyValue kv : gets.get(1).getKvs()) {
+                  String k = kv.getKey().toString(StandardCharsets.UTF_8).substring(attached.length());
+                  if (kv.getModRevision() > record.getCreateRevision() && k.indexOf('/') < 0) {
+                    values.put(k, kv.getValue().toString(StandardCharsets.UTF_8));
+                  }
+                }
+              }
+              return new io.leasehold.LeaseState(leaseName, Optional.of(holding(record)), values);
+            });
+  }
+
+  /** {@return the tenure a record is, as an observer sees it} */
+  static io.leasehold.LeaseHolding holding(KeyValue record) {
+    String value = record.getValue().toString(StandardCharsets.UTF_8);
+    Record r = Record.parse(value);
+    String holder = r != null ? r.holder().toString() : value;
+    return new io.leasehold.LeaseHolding(holder, record.getCreateRevision(), Optional.empty());
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -451,6 +540,10 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   private CompletableFuture<Void> end(String leaseName, long createRevision, ByteSequence value) {
     ByteSequence key = bytes(key(leaseName));
     ByteSequence guard = bytes(guardKey(leaseName));
+    // While the record or the guard is this tenure's, nobody else holds the name: every attached
+    // key under it is this tenure's or older.
+    Op deleteAttached =
+        Op.delete(bytes(attachedPrefix(leaseName)), DeleteOption.builder().isPrefix(true).build());
     Cmp[] guardIsThisTenures = {
       new Cmp(guard, Cmp.Op.EQUAL, CmpTarget.createRevision(createRevision)),
       new Cmp(guard, Cmp.Op.EQUAL, CmpTarget.value(value))
@@ -459,8 +552,9 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
         .If(
             new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(createRevision)),
             new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(value)))
-        .Then(Op.delete(key, DeleteOption.DEFAULT), Op.delete(guard, DeleteOption.DEFAULT))
-        .Else(Op.txn(guardIsThisTenures, new Op[] {Op.delete(guard, DeleteOption.DEFAULT)}, new Op[0]))
+        // The attached keys go in the same transaction, at the same revision as the record.
+        .Then(Op.delete(key, DeleteOption.DEFAULT), Op.delete(guard, DeleteOption.DEFAULT), deleteAttached)
+        .Else(Op.txn(guardIsThisTenures, new Op[] {Op.delete(guard, DeleteOption.DEFAULT), deleteAttached}, new Op[0]))
         .commit()
         .handle(
             (response, error) -> {

@@ -75,6 +75,16 @@ final class EtcdFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
+  public boolean attachesKeys() {
+    return true;
+  }
+
+  @Override
   public void close() {}
 
   static final class EtcdContender extends ProxiedContender {

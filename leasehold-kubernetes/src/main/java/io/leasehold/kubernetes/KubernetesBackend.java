@@ -5,12 +5,20 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,6 +61,8 @@ public final class KubernetesBackend implements LeaseBackend {
   private final Clock wallClock;
   private final LeaseApi api;
   private final OpenLeases leases;
+  private final Set<KubernetesObservation> observations = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
 
   KubernetesBackend(
       KubernetesClient client,
@@ -151,10 +161,61 @@ public final class KubernetesBackend implements LeaseBackend {
   /**
    * {@inheritDoc}
    *
+   * <p>On Kubernetes: a read of the Lease object, then a watch of it from that {@code
+   * resourceVersion} (fabric8 resumes it after a dropped connection; {@code 410 Gone} gives {@code
+   * GAP} and a fresh read). There is no server-side expiry: a held object whose version stays the
+   * same for its {@code leaseDurationSeconds} on the observer's own clock is reported {@code
+   * EXPIRED}, as a contender would take it over. Attached keys are not supported here; see {@code
+   * docs/kubernetes.md}.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
+    }
+    KubernetesObservation[] self = new KubernetesObservation[1];
+    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
+      observations.remove(self[0]);
+      self[0].close();
+    });
+    self[0] = new KubernetesObservation(client, api, runtime.timers(), observation);
+    observations.add(self[0]);
+    self[0].start();
+    return observation;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On Kubernetes: one read of the Lease object. Attached keys are not supported, so the state
+   * never has any.
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    return api.get(KubernetesLeaseNames.objectName(name), Duration.ofSeconds(10)).thenApply(reply -> {
+      if (!reply.ok() && !reply.notFound()) {
+        throw new java.util.concurrent.CompletionException(new io.leasehold.LeaseStoreUnavailableException(
+            "reading Lease " + namespace + "/" + KubernetesLeaseNames.objectName(name) + " gave HTTP " + reply.code(), null));
+      }
+      return new LeaseState(name,
+          reply.lease() == null ? java.util.Optional.empty() : KubernetesObservation.holding(reply.lease()), Map.of());
+    });
+  }
+
+  /**
+   * {@inheritDoc}
+   *
    * <p>Also closes the Kubernetes client.
    */
   @Override
   public void close() {
+    closed = true;
+    observations.forEach(KubernetesObservation::close);
+    observations.clear();
     try {
       leases.closeAll();
     } finally {

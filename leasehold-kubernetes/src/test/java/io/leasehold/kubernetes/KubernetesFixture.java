@@ -61,6 +61,11 @@ final class KubernetesFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
   public void close() {
     server.close();
   }

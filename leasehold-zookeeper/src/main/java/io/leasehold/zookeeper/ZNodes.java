@@ -68,6 +68,43 @@ final class ZNodes {
   }
 
   /**
+   * What a release writes on the lease node: the lease name (as {@link #noTenure}), then which
+   * tenure was released, so that an observer that read only after the release still knows whose
+   * tenure began and ended (ZooKeeper's events carry no data). No tenure is recorded, like {@link
+   * #noTenure}.
+   */
+  static byte[] released(String leaseName, String holder, long token) {
+    return (leaseName + "\nreleased=" + holder + "\ntoken=" + token + "\n")
+        .getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** A tenure a release recorded on the lease node ({@link #released}). */
+  record Released(String holder, long token) {
+
+    /** {@return the released tenure written by {@link #released}, or empty for anything else} */
+    static Optional<Released> parse(byte[] data) {
+      if (data == null) {
+        return Optional.empty();
+      }
+      String[] lines = new String(data, StandardCharsets.UTF_8).split("\n");
+      String holder = null;
+      Long token = null;
+      for (int i = 1; i < lines.length; i++) { // the first line is the lease name
+        if (lines[i].startsWith("released=")) {
+          holder = lines[i].substring("released=".length());
+        } else if (lines[i].startsWith("token=")) {
+          try {
+            token = Long.parseLong(lines[i].substring("token=".length()));
+          } catch (NumberFormatException e) {
+            return Optional.empty();
+          }
+        }
+      }
+      return holder == null || token == null ? Optional.empty() : Optional.of(new Released(holder, token));
+    }
+  }
+
+  /**
    * What a lease node holds while a tenure has not been released: who holds it, in which session,
    * for how long after that session was last heard. It stays when the holder node is deleted by
    * anyone but the holder's release, so that contenders know a tenure may still run: they wait

@@ -2,11 +2,18 @@ package io.leasehold.zookeeper;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
+import io.leasehold.spi.Observation;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -52,6 +59,7 @@ public final class ZooKeeperBackend implements LeaseBackend {
   private final OpenLeases leases;
   private final ZooKeeperLeaseStore store;
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final Set<ZooKeeperObservation> observations = ConcurrentHashMap.newKeySet();
 
   private ZooKeeperBackend(ZooKeeperUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
     this.uri = uri;
@@ -135,6 +143,51 @@ public final class ZooKeeperBackend implements LeaseBackend {
     }
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On ZooKeeper: a persistent recursive watch on the lease node; each change is read back
+   * (lease node and holder node in one read-only multi) and reported where the lease node's
+   * version says exactly what happened, else as {@code GAP}; see {@code docs/zookeeper.md}.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
+    }
+    ZooKeeperObservation[] self = new ZooKeeperObservation[1];
+    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
+      observations.remove(self[0]);
+      self[0].close();
+    });
+    self[0] = new ZooKeeperObservation(client, runtime.timers(), observation);
+    observations.add(self[0]);
+    self[0].start();
+    return observation;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On ZooKeeper: the holder node and the lease node's attached children, read with two
+   * read-only multis; keys older than the tenure are not its own and are left out.
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    try {
+      return LeaseSnapshot.readState(client.getZookeeperClient().getZooKeeper(), name)
+          .exceptionallyCompose(e -> CompletableFuture.failedFuture(new io.leasehold.LeaseStoreUnavailableException(
+              "reading lease '" + name + "' from " + uri() + " failed: " + e, e)));
+    } catch (Exception e) {
+      return CompletableFuture.failedFuture(new io.leasehold.LeaseStoreUnavailableException(
+          "no ZooKeeper connection of " + uri() + " to read lease '" + name + "'", e));
+    }
+  }
+
   @Override
   public String uri() {
     return uri.toString();
@@ -158,6 +211,8 @@ public final class ZooKeeperBackend implements LeaseBackend {
     try {
       leases.closeAll();
     } finally {
+      observations.forEach(ZooKeeperObservation::close);
+      observations.clear();
       store.close();
       try {
         client.close();

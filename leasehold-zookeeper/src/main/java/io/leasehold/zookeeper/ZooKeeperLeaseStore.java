@@ -864,12 +864,78 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     }
     return session(tenure.ttl().toNanos())
         .thenCompose(zk -> deleteIfStill(zk, tenure.leaseName(), tenure.token(),
-            h != null ? h.generation : -1))
+            h != null ? h.generation : -1, h != null ? List.copyOf(h.attached) : List.of()))
         .thenRun(() -> {
           if (h != null) {
             held.remove(h.token, h);
           }
         });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Attached keys.
+
+  @Override
+  public boolean supportsAttach() {
+    return true;
+  }
+
+  /**
+   * Creates the ephemeral child {@code attached-<key>} of the lease node in a multi that checks
+   * the lease node is still at the version this tenure's creation left (every later tenure and
+   * every release changes it) and the holder node still exists (a revocation deletes it): a write
+   * after the tenure ended changes nothing. A key that exists already is deleted and created anew
+   * in the same multi (so it belongs to this session, and to no earlier tenure).
+   */
+  @Override
+  public CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    Held h = held.get(tenure.token());
+    if (h == null || !h.holder.equals(tenure.holder())) {
+      return CompletableFuture.completedFuture(false);
+    }
+    h.attached.add(key); // before it is sent: a release meanwhile deletes it too
+    return session(tenure.ttl().toNanos()).thenCompose(zk -> attach(zk, h, key, value, false, 3));
+  }
+
+  private CompletableFuture<Boolean> attach(
+      ZooKeeper zk, Held h, String key, String value, boolean replace, int tries) {
+    String lease = ZNodes.leaseNode(h.leaseName);
+    String child = lease + "/" + LeaseSnapshot.attachedChild(key);
+    List<Op> ops = new ArrayList<>(List.of(
+        Op.check(lease, h.generation), Op.check(ZNodes.holderNode(h.leaseName), -1)));
+    if (replace) {
+      ops.add(Op.delete(child, -1));
+    }
+    ops.add(Op.create(child, value.getBytes(StandardCharsets.UTF_8), ZooDefs.Ids.OPEN_ACL_UNSAFE,
+        CreateMode.EPHEMERAL));
+    CompletableFuture<Boolean> done = new CompletableFuture<>();
+    zk.multi(ops, (rc, path, ctx, results) -> {
+      int failedAt = -1;
+      if (results != null) {
+        for (int i = 0; i < results.size(); i++) {
+          if (results.get(i) instanceof OpResult.ErrorResult e && e.getErr() != 0) {
+            failedAt = i;
+            break;
+          }
+        }
+      }
+      if (rc == Code.OK.intValue()) {
+        done.complete(true);
+      } else if (failedAt == 0 || failedAt == 1) {
+        done.complete(false); // the lease node moved on, or the holder node is gone
+      } else if (tries > 1 && (rc == Code.NODEEXISTS.intValue() || rc == Code.NONODE.intValue())) {
+        attach(zk, h, key, value, rc == Code.NODEEXISTS.intValue(), tries - 1).whenComplete((ok, e) -> {
+          if (e != null) {
+            done.completeExceptionally(e);
+          } else {
+            done.complete(ok);
+          }
+        });
+      } else {
+        done.completeExceptionally(unavailable(rc, "attaching key '" + key + "' to '" + h.leaseName + "'"));
+      }
+    }, null);
+    return done;
   }
 
   /**
@@ -879,10 +945,16 @@ final class ZooKeeperLeaseStore implements LeaseStore {
    * (deleted by someone else), only the record is rewritten, on the same condition: the tenure
    * has ended here, so contenders need not wait it out.
    *
+   * <p>The transaction also deletes the keys attached to the tenure ({@code attached}), so they go
+   * at the same zxid as the holder node. If one of them is gone already (someone deleted it), the
+   * transaction is tried again without them; they are ephemeral, and reads ignore keys older than
+   * the tenure they find.
+   *
    * @param generation the lease node version the tenure's creation left, or -1 if unknown
+   * @param attached the keys attached to the tenure
    */
   private CompletableFuture<Void> deleteIfStill(
-      ZooKeeper zk, String leaseName, long token, int generation) {
+      ZooKeeper zk, String leaseName, long token, int generation, List<String> attached) {
     CompletableFuture<Void> done = new CompletableFuture<>();
     String holderNode = ZNodes.holderNode(leaseName);
     zk.getData(holderNode, false, (rc, path, ctx, data, stat) -> {
@@ -911,12 +983,24 @@ final class ZooKeeperLeaseStore implements LeaseStore {
         done.complete(null); // another tenure's node: not ours to delete
         return;
       }
-      List<Op> ops = List.of(
-          Op.setData(ZNodes.leaseNode(leaseName), ZNodes.noTenure(leaseName),
+      List<Op> ops = new ArrayList<>(List.of(
+          Op.setData(ZNodes.leaseNode(leaseName),
+              ZNodes.released(leaseName, record.get().holder().toString(), token),
               record.get().generation()),
-          Op.delete(holderNode, stat.getVersion()));
+          Op.delete(holderNode, stat.getVersion())));
+      for (String key : attached) {
+        ops.add(Op.delete(ZNodes.leaseNode(leaseName) + "/" + LeaseSnapshot.attachedChild(key), -1));
+      }
       zk.multi(ops, (rc2, p2, ctx2, results) -> {
-        if (rc2 == Code.OK.intValue() || rc2 == Code.BADVERSION.intValue()
+        if (rc2 == Code.NONODE.intValue() && !attached.isEmpty()) {
+          deleteIfStill(zk, leaseName, token, generation, List.of()).whenComplete((ok, e) -> {
+            if (e != null) {
+              done.completeExceptionally(e);
+            } else {
+              done.complete(null);
+            }
+          });
+        } else if (rc2 == Code.OK.intValue() || rc2 == Code.BADVERSION.intValue()
             || rc2 == Code.NONODE.intValue()) {
           done.complete(null);
         } else {
@@ -955,7 +1039,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       scheduleReap(h);
       return;
     }
-    deleteIfStill(zk, h.leaseName, h.token, h.generation).whenComplete((ok, e) -> {
+    deleteIfStill(zk, h.leaseName, h.token, h.generation, List.copyOf(h.attached)).whenComplete((ok, e) -> {
       if (e == null) {
         held.remove(h.token, h);
       } else {
@@ -984,6 +1068,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     volatile long touched;
     /** The lease node's version that the tenure's creation left. */
     final int generation;
+    /** Keys attached to this tenure (or being attached): the release deletes them with it. */
+    final java.util.Set<String> attached = ConcurrentHashMap.newKeySet();
     /** Set while this store itself deletes the node, so the watch does not call it a loss. */
     volatile boolean releasing;
     /** The watch on the holder node. */

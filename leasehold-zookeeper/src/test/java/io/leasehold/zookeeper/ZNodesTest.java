@@ -56,4 +56,13 @@ class ZNodesTest {
     assertThat(TenureRecord.parse(null)).isEmpty();
     assertThat(ZNodes.sessionNode(0x1000014b37c0000L)).isEqualTo("/leasehold/sessions/01000014b37c0000");
   }
+
+  @Test
+  void aReleasedLeaseNodeNamesTheTenureAndRecordsNone() {
+    byte[] data = ZNodes.released("orders", "node-1#0123456789abcdef", 42);
+    assertThat(ZNodes.Released.parse(data)).hasValue(new ZNodes.Released("node-1#0123456789abcdef", 42));
+    assertThat(TenureRecord.parse(data)).as("no tenure recorded").isEmpty();
+    assertThat(ZNodes.Released.parse(ZNodes.noTenure("orders"))).isEmpty();
+    assertThat(ZNodes.Released.parse(null)).isEmpty();
+  }
 }

@@ -71,6 +71,16 @@ final class ZooKeeperFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
+  public boolean attachesKeys() {
+    return true;
+  }
+
+  @Override
   public void close() {}
 
   static final class ZooKeeperContender extends ProxiedContender {

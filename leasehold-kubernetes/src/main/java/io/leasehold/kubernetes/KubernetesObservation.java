@@ -1,0 +1,278 @@
+package io.leasehold.kubernetes;
+
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.Watch;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
+import io.leasehold.LeaseEvent;
+import io.leasehold.LeaseHolding;
+import io.leasehold.spi.Observation;
+import io.leasehold.spi.Scheduler;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One observation of a named lease on Kubernetes: a read of the Lease object, then a watch of it
+ * from the read's {@code resourceVersion}. fabric8 resumes the watch from the last version it
+ * delivered after a dropped connection; when the API server no longer has that version ({@code
+ * 410 Gone}) the watch closes with an error, and the object is read again and reported as a
+ * {@code GAP}.
+ *
+ * <p>Every event carries the whole object, so each is compared with the holding last reported:
+ * no holder → a holder is {@code ACQUIRED}; a holder → none is {@code RELEASED}; one holder →
+ * another is {@code TAKEN_OVER}; a deleted object is {@code REVOKED}. Kubernetes has no
+ * server-side expiry: as a contender does, the observer counts a held object whose {@code
+ * resourceVersion} it has seen unchanged for its {@code leaseDurationSeconds}, on its own monotonic
+ * clock, as {@code EXPIRED} (the holder, whose deadline is shorter, has stopped by then).
+ *
+ * <p>Events are handled one at a time on the backend's timer thread.
+ */
+final class KubernetesObservation implements Watcher<Lease> {
+
+  private static final Logger log = LoggerFactory.getLogger(KubernetesObservation.class);
+  private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+  private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
+
+  private final KubernetesClient client;
+  private final LeaseApi api;
+  private final Scheduler timers;
+  private final Observation observation;
+  private final String objectName;
+  // All below: touched only on the timer thread.
+  private Optional<LeaseHolding> reported = Optional.empty();
+  private boolean expired;
+  /** {@code leaseTransitions} of the object last taken in; -1 while there is no object. */
+  private int transitions = -1;
+  private String version;
+  private Scheduler.Cancellable expiry;
+  private Watch watch;
+  private volatile boolean closed;
+
+  KubernetesObservation(KubernetesClient client, LeaseApi api, Scheduler timers, Observation observation) {
+    this.client = client;
+    this.api = api;
+    this.timers = timers;
+    this.observation = observation;
+    this.objectName = KubernetesLeaseNames.objectName(observation.name());
+  }
+
+  void start() {
+    timers.execute(() -> read(LeaseEvent.Type.CURRENT));
+  }
+
+  private void read(LeaseEvent.Type type) {
+    if (closed) {
+      return;
+    }
+    api.get(objectName, READ_TIMEOUT).whenComplete((reply, error) -> timers.execute(() -> {
+      if (closed) {
+        return;
+      }
+      if (error != null || !(reply.ok() || reply.notFound())) {
+        log.debug("observation of '{}': read failed ({}); trying again", observation.name(), error);
+        timers.schedule(() -> read(type), RETRY_NANOS);
+        return;
+      }
+      Lease lease = reply.lease();
+      Optional<LeaseHolding> now = lease == null ? Optional.empty() : holding(lease);
+      emit(type, now, type == LeaseEvent.Type.GAP
+          ? "kubernetes: the API server no longer had the changes since resourceVersion " + version
+              + "; read again" : "");
+      reported = now;
+      expired = false;
+      version = lease == null ? null : lease.getMetadata().getResourceVersion();
+      transitions = transitionsOf(lease);
+      armExpiry(lease);
+      openWatch();
+    }));
+  }
+
+  private void openWatch() {
+    if (watch != null) {
+      watch.close();
+      watch = null;
+    }
+    // From now, not from the read's resourceVersion: fabric8's mock API server takes that
+    // parameter as a filter on the object's version. What happens between the read and the watch
+    // is caught by the leaseTransitions check in handle(); after a dropped connection fabric8
+    // resumes from the last resourceVersion it delivered.
+    var options = new ListOptionsBuilder().build();
+    // fabric8 opens the watch on its own threads; a blocking call kept off the timer thread.
+    Watcher<Lease> self = this;
+    java.util.concurrent.CompletableFuture.runAsync(() -> {
+      try {
+        Watch w = client.resources(Lease.class).inNamespace(api.namespace()).withName(objectName)
+            .watch(options, self);
+        timers.execute(() -> {
+          if (closed) {
+            w.close();
+          } else {
+            watch = w;
+          }
+        });
+      } catch (RuntimeException e) {
+        log.debug("observation of '{}': the watch could not be opened ({}); reading again",
+            observation.name(), e.toString());
+        timers.schedule(() -> read(LeaseEvent.Type.GAP), RETRY_NANOS);
+      }
+    });
+  }
+
+  @Override
+  public void eventReceived(Action action, Lease lease) {
+    timers.execute(() -> handle(action, lease));
+  }
+
+  private void handle(Action action, Lease lease) {
+    if (closed || lease == null || lease.getMetadata() == null) {
+      return;
+    }
+    version = lease.getMetadata().getResourceVersion();
+    Optional<LeaseHolding> before = expired ? Optional.<LeaseHolding>empty() : reported;
+    if (action == Action.DELETED) {
+      before.ifPresent(h -> emit(LeaseEvent.Type.REVOKED, before, "kubernetes: the Lease object was deleted"));
+      reported = Optional.empty();
+      expired = false;
+      transitions = -1;
+      armExpiry(null);
+      return;
+    }
+    if (action != Action.ADDED && action != Action.MODIFIED) {
+      return;
+    }
+    Optional<LeaseHolding> now = holding(lease);
+    int was = transitions;
+    transitions = transitionsOf(lease);
+    // leaseTransitions grows by one with every new tenure (Leasehold's and client-go's), and by
+    // nothing else: a difference that one step does not explain means changes were missed (or the
+    // object was made anew unseen), which is a GAP, never a guess.
+    // No object before: Leasehold creates it released (0) and its first tenure makes 1;
+    // client-go creates it held with 0.
+    int steps = was < 0 ? (now.isEmpty() ? 0 : transitions <= 1 ? 1 : transitions) : transitions - was;
+    boolean explained = sameTenure(reported, now) ? steps == 0
+        : now.isEmpty() ? steps == 0
+        : steps == 1;
+    if (!explained) {
+      emit(LeaseEvent.Type.GAP, now, "kubernetes: leaseTransitions went from " + was + " to "
+          + transitions + " unseen; read again");
+      reported = now;
+      expired = false;
+      armExpiry(lease);
+      return;
+    }
+    if (now.isEmpty()) {
+      before.ifPresent(h -> emit(LeaseEvent.Type.RELEASED, before, ""));
+      reported = now;
+      expired = false;
+    } else if (sameTenure(reported, now)) {
+      // A renewal (or a late write of a tenure already counted as expired: nothing new).
+    } else if (before.isEmpty()) {
+      emit(LeaseEvent.Type.ACQUIRED, now, "");
+      reported = now;
+      expired = false;
+    } else {
+      emit(LeaseEvent.Type.TAKEN_OVER, now, "kubernetes: another holder replaced the record");
+      reported = now;
+      expired = false;
+    }
+    armExpiry(lease);
+  }
+
+  /** Counts the held object as expired once its version stayed for its lease duration. */
+  private void armExpiry(Lease lease) {
+    if (expiry != null) {
+      expiry.cancel();
+      expiry = null;
+    }
+    if (lease == null || reported.isEmpty() || expired) {
+      return;
+    }
+    Integer seconds = lease.getSpec() == null ? null : lease.getSpec().getLeaseDurationSeconds();
+    long nanos = TimeUnit.SECONDS.toNanos(seconds == null || seconds < 1 ? 1 : seconds);
+    String seen = version;
+    expiry = timers.schedule(() -> {
+      if (!closed && !expired && reported.isPresent() && Objects.equals(seen, version)) {
+        expired = true;
+        emit(LeaseEvent.Type.EXPIRED, reported,
+            "kubernetes: not renewed for leaseDurationSeconds (" + seconds + " s)");
+      }
+    }, nanos);
+  }
+
+  @Override
+  public void onClose(WatcherException cause) {
+    timers.execute(() -> {
+      if (closed) {
+        return;
+      }
+      log.debug("observation of '{}': the watch closed ({}); reading again", observation.name(), cause.toString());
+      watch = null;
+      read(LeaseEvent.Type.GAP);
+    });
+  }
+
+  @Override
+  public void onClose() {
+    // Closed by us.
+  }
+
+  private static int transitionsOf(Lease lease) {
+    if (lease == null) {
+      return -1;
+    }
+    Integer t = lease.getSpec() == null ? null : lease.getSpec().getLeaseTransitions();
+    return t == null ? 0 : t;
+  }
+
+  private static boolean sameTenure(Optional<LeaseHolding> a, Optional<LeaseHolding> b) {
+    return a.isPresent() && b.isPresent()
+        && a.get().holder().equals(b.get().holder()) && a.get().token() == b.get().token();
+  }
+
+  /** The object's holding: its holder, the tenure's token (annotation), its acquire time. */
+  static Optional<LeaseHolding> holding(Lease lease) {
+    LeaseSpec spec = lease.getSpec();
+    String holder = spec == null ? null : spec.getHolderIdentity();
+    if (holder == null || holder.isEmpty()) {
+      return Optional.empty();
+    }
+    Map<String, String> annotations = lease.getMetadata().getAnnotations();
+    long token = 0;
+    String recorded = annotations == null ? null : annotations.get(LeaseObjectStore.TOKEN_ANNOTATION);
+    if (recorded != null) {
+      try {
+        token = Long.parseLong(recorded);
+      } catch (NumberFormatException e) {
+        token = 0;
+      }
+    }
+    return Optional.of(new LeaseHolding(holder, token,
+        Optional.ofNullable(spec.getAcquireTime()).map(t -> t.toInstant())));
+  }
+
+  private void emit(LeaseEvent.Type type, Optional<LeaseHolding> holding, String detail) {
+    observation.emit(new LeaseEvent(type, observation.name(), holding, detail));
+  }
+
+  /** Ends the observation: the watch is closed and nothing more is reported. */
+  void close() {
+    closed = true;
+    timers.execute(() -> {
+      if (expiry != null) {
+        expiry.cancel();
+      }
+      if (watch != null) {
+        watch.close();
+        watch = null;
+      }
+    });
+  }
+}
