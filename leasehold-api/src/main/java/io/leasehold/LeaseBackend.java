@@ -71,8 +71,8 @@ public interface LeaseBackend extends AutoCloseable {
    *
    * <p><b>An optional capability.</b> Backends that cannot observe leases throw {@link
    * UnsupportedOperationException} naming the backend, at once and for every name; the default
-   * implementation does. In this release the {@code memory:} and {@code leasehold://} backends
-   * support it.
+   * implementation does. In this release every backend supports it: {@code memory:}, {@code
+   * leasehold://}, etcd, ZooKeeper and Kubernetes (docs/watch.md says how each observes).
    *
    * @param name the lease name, under the same rules as {@link LeaseSettings#name()}
    * @param observer called with each event, one at a time, on the backend's callback thread

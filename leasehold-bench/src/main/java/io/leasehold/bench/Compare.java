@@ -79,7 +79,9 @@ final class Compare {
       return new Params(
           List.of("core", "etcd", "zookeeper"),
           quick ? 1 : 3,
-          Duration.ofSeconds(quick ? 4 : 20),
+          // JVM stores compile their hot paths for minutes: a core node's C2 compiler thread still
+          // took a quarter of a core 35-45 s after start under load, and under 1% after 100 s.
+          Duration.ofSeconds(quick ? 4 : 90),
           Duration.ofSeconds(quick ? 1 : 2),
           Duration.ofSeconds(quick ? 3 : 20),
           Duration.ofSeconds(quick ? 2 : 10),

@@ -42,7 +42,7 @@ final class CompareCommand implements Callable<Integer> {
   Integer rounds;
 
   @Option(names = "--warmup", paramLabel = "D", description = "Each store's warm-up after its cluster started, before anything is measured:"
-      + " acquire-release for two thirds, contended for the rest (default: 20s, --quick 4s; 0s to 10m).")
+      + " acquire-release for two thirds, contended for the rest (default: 90s, --quick 4s; 0s to 10m).")
   Duration warmup;
 
   @Option(names = "--settle", paramLabel = "D", description = "Each workload's own run-in before it measures (default: 2s, --quick 1s; 0s to 1m).")
