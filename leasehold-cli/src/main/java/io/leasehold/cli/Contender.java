@@ -17,7 +17,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * One contender of the demo: a simulated process with its own connection to the store, running
- * the singleton pattern of DESIGN §4 on its worker thread. It loops on {@code acquire()} with
+ * the singleton pattern of docs/recipes.md (LeaderElection) on its worker thread. It loops on {@code acquire()} with
  * backoff and jitter; while it holds the lease it does the leader-only work, a write to the
  * {@link FencedRegister} every {@code ttl / 8}, each guarded by {@code checkAlive()} and carrying
  * the tenure's fencing token; its {@code onLost} handler stops that work at once; on shutdown it

@@ -2,7 +2,7 @@ package io.leasehold.cli;
 
 /**
  * The demo's protected resource: a register that only the leader should write, and that defends
- * itself with fencing tokens (DESIGN §4). It remembers the highest token it has seen and accepts a
+ * itself with fencing tokens (docs/recipes.md, FencingGuard). It remembers the highest token it has seen and accepts a
  * write only if the write's token is at least that high, so a holder that woke up from a pause
  * after another holder began cannot overwrite the newer holder's work, even if its write got past
  * its own {@code checkAlive()}. Thread-safe.
