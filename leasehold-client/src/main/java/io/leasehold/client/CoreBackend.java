@@ -13,7 +13,7 @@ import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.spi.LeaseRuntime;
-import io.leasehold.spi.Observation;
+import io.leasehold.spi.OpenObservations;
 import io.leasehold.spi.OpenLeases;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -22,9 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The {@code leasehold://} backend: the Lease contract on the consistent core. All leases of one
@@ -43,7 +41,7 @@ public final class CoreBackend implements LeaseBackend {
   private final Sessions sessions;
   private final LeaseWatch watch;
   private final CoreLeaseStore store;
-  private final Set<LeaseObservation> observations = ConcurrentHashMap.newKeySet();
+  private final OpenObservations observations = new OpenObservations();
   private volatile boolean closed;
 
   CoreBackend(String uri, List<InetSocketAddress> endpoints, Duration attemptTimeout, LeaseRuntime runtime) {
@@ -114,20 +112,9 @@ public final class CoreBackend implements LeaseBackend {
     if (closed) {
       throw new IllegalStateException("backend " + uri + " is closed; open a new one to observe");
     }
-    LeaseObservation[] self = new LeaseObservation[1];
-    Observation observation =
-        new Observation(
-            name,
-            observer,
-            runtime.callbacks(),
-            () -> {
-              observations.remove(self[0]);
-              self[0].close();
-            });
-    self[0] = new LeaseObservation(client, runtime.timers(), observation);
-    observations.add(self[0]);
-    self[0].start();
-    return observation;
+    return observations.open(
+        name, observer, runtime.callbacks(), observation ->
+            new LeaseObservation(client, runtime.timers(), observation));
   }
 
   /**
@@ -186,7 +173,7 @@ public final class CoreBackend implements LeaseBackend {
   @Override
   public void close() {
     closed = true;
-    observations.forEach(LeaseObservation::close);
+    observations.closeAll();
     leases.closeAll();
     watch.close();
     sessions.revokeAll(Duration.ofSeconds(1));

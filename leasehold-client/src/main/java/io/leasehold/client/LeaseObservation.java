@@ -1,5 +1,6 @@
 package io.leasehold.client;
 
+import io.leasehold.spi.OpenObservations;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
@@ -23,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * missed while the core retains that history; when it does not (compacted), the key is read again
  * and reported as a {@link LeaseEvent.Type#GAP}.
  */
-final class LeaseObservation {
+final class LeaseObservation implements OpenObservations.StoreWatch {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseObservation.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -49,7 +50,8 @@ final class LeaseObservation {
   }
 
   /** Reads the current state, reports it, and starts watching from there. */
-  void start() {
+  @Override
+  public void start() {
     read(LeaseEvent.Type.CURRENT);
   }
 
@@ -184,7 +186,8 @@ final class LeaseObservation {
   }
 
   /** Ends the observation: the watch is cancelled and nothing more is reported. */
-  synchronized void close() {
+  @Override
+  public synchronized void close() {
     closed = true;
     stopStream();
   }

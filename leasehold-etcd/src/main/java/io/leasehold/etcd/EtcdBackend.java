@@ -8,15 +8,13 @@ import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseState;
 import io.leasehold.Subscription;
-import io.leasehold.spi.Observation;
+import io.leasehold.spi.OpenObservations;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -47,7 +45,7 @@ public final class EtcdBackend implements LeaseBackend {
   private final EtcdLeaseStore store;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final CompletableFuture<Void> connected;
-  private final Set<EtcdObservation> observations = ConcurrentHashMap.newKeySet();
+  private final OpenObservations observations = new OpenObservations();
 
   private EtcdBackend(EtcdUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
     this(uri, runtime, ownsRuntime, UnaryOperator.identity());
@@ -136,15 +134,9 @@ public final class EtcdBackend implements LeaseBackend {
     if (closed.get()) {
       throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
     }
-    EtcdObservation[] self = new EtcdObservation[1];
-    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
-      observations.remove(self[0]);
-      self[0].close();
-    });
-    self[0] = new EtcdObservation(client, runtime.timers(), observation, store.key(name), store.guardKey(name));
-    observations.add(self[0]);
-    self[0].start();
-    return observation;
+    return observations.open(
+        name, observer, runtime.callbacks(), observation ->
+            new EtcdObservation(client, runtime.timers(), observation, store.key(name), store.guardKey(name)));
   }
 
   /**
@@ -231,8 +223,7 @@ public final class EtcdBackend implements LeaseBackend {
   }
 
   private void shutdown() {
-    observations.forEach(EtcdObservation::close);
-    observations.clear();
+    observations.closeAll();
     client.close();
     if (ownsRuntime) {
       runtime.close();

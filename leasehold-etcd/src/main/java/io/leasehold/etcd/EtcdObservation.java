@@ -1,5 +1,6 @@
 package io.leasehold.etcd;
 
+import io.leasehold.spi.OpenObservations;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
@@ -38,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * at once closes its backend, which revokes the etcd lease, may be reported {@code EXPIRED}.)
  * These look-ups are chained, so events are still delivered in store order.
  */
-final class EtcdObservation {
+final class EtcdObservation implements OpenObservations.StoreWatch {
 
   private static final Logger log = LoggerFactory.getLogger(EtcdObservation.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -65,7 +66,8 @@ final class EtcdObservation {
   }
 
   /** Reads the current state, reports it, and starts watching from there. */
-  void start() {
+  @Override
+  public void start() {
     read(LeaseEvent.Type.CURRENT);
   }
 
@@ -197,7 +199,8 @@ final class EtcdObservation {
   }
 
   /** Ends the observation: the watch is closed and nothing more is reported. */
-  synchronized void close() {
+  @Override
+  public synchronized void close() {
     closed = true;
     stopWatch();
   }

@@ -9,16 +9,14 @@ import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseState;
 import io.leasehold.Subscription;
-import io.leasehold.spi.Observation;
+import io.leasehold.spi.OpenObservations;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,7 +59,7 @@ public final class KubernetesBackend implements LeaseBackend {
   private final Clock wallClock;
   private final LeaseApi api;
   private final OpenLeases leases;
-  private final Set<KubernetesObservation> observations = ConcurrentHashMap.newKeySet();
+  private final OpenObservations observations = new OpenObservations();
   private volatile boolean closed;
 
   KubernetesBackend(
@@ -173,15 +171,9 @@ public final class KubernetesBackend implements LeaseBackend {
     if (closed) {
       throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
     }
-    KubernetesObservation[] self = new KubernetesObservation[1];
-    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
-      observations.remove(self[0]);
-      self[0].close();
-    });
-    self[0] = new KubernetesObservation(client, api, runtime.timers(), observation);
-    observations.add(self[0]);
-    self[0].start();
-    return observation;
+    return observations.open(
+        name, observer, runtime.callbacks(), observation ->
+            new KubernetesObservation(client, api, runtime.timers(), observation));
   }
 
   /**
@@ -214,8 +206,7 @@ public final class KubernetesBackend implements LeaseBackend {
   @Override
   public void close() {
     closed = true;
-    observations.forEach(KubernetesObservation::close);
-    observations.clear();
+    observations.closeAll();
     try {
       leases.closeAll();
     } finally {

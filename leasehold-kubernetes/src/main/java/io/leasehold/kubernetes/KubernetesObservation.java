@@ -1,5 +1,6 @@
 package io.leasehold.kubernetes;
 
+import io.leasehold.spi.OpenObservations;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
@@ -35,7 +36,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Events are handled one at a time on the backend's timer thread.
  */
-final class KubernetesObservation implements Watcher<Lease> {
+final class KubernetesObservation implements Watcher<Lease>, OpenObservations.StoreWatch {
 
   private static final Logger log = LoggerFactory.getLogger(KubernetesObservation.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
@@ -64,7 +65,8 @@ final class KubernetesObservation implements Watcher<Lease> {
     this.objectName = KubernetesLeaseNames.objectName(observation.name());
   }
 
-  void start() {
+  @Override
+  public void start() {
     timers.execute(() -> read(LeaseEvent.Type.CURRENT));
   }
 
@@ -263,7 +265,8 @@ final class KubernetesObservation implements Watcher<Lease> {
   }
 
   /** Ends the observation: the watch is closed and nothing more is reported. */
-  void close() {
+  @Override
+  public void close() {
     closed = true;
     timers.execute(() -> {
       if (expiry != null) {

@@ -6,14 +6,12 @@ import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseState;
 import io.leasehold.Subscription;
-import io.leasehold.spi.Observation;
+import io.leasehold.spi.OpenObservations;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -59,7 +57,7 @@ public final class ZooKeeperBackend implements LeaseBackend {
   private final OpenLeases leases;
   private final ZooKeeperLeaseStore store;
   private final AtomicBoolean closed = new AtomicBoolean();
-  private final Set<ZooKeeperObservation> observations = ConcurrentHashMap.newKeySet();
+  private final OpenObservations observations = new OpenObservations();
 
   private ZooKeeperBackend(ZooKeeperUri uri, LeaseRuntime runtime, boolean ownsRuntime) {
     this.uri = uri;
@@ -155,15 +153,9 @@ public final class ZooKeeperBackend implements LeaseBackend {
     if (closed.get()) {
       throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
     }
-    ZooKeeperObservation[] self = new ZooKeeperObservation[1];
-    Observation observation = new Observation(name, observer, runtime.callbacks(), () -> {
-      observations.remove(self[0]);
-      self[0].close();
-    });
-    self[0] = new ZooKeeperObservation(client, runtime.timers(), observation);
-    observations.add(self[0]);
-    self[0].start();
-    return observation;
+    return observations.open(
+        name, observer, runtime.callbacks(), observation ->
+            new ZooKeeperObservation(client, runtime.timers(), observation));
   }
 
   /**
@@ -211,8 +203,7 @@ public final class ZooKeeperBackend implements LeaseBackend {
     try {
       leases.closeAll();
     } finally {
-      observations.forEach(ZooKeeperObservation::close);
-      observations.clear();
+      observations.closeAll();
       store.close();
       try {
         client.close();

@@ -1,5 +1,6 @@
 package io.leasehold.zookeeper;
 
+import io.leasehold.spi.OpenObservations;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
 import io.leasehold.spi.Observation;
@@ -30,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * read. After a reconnect (the watch may have missed events while disconnected) the same rule
  * applies, and any change at all while free is a {@code GAP}. So nothing is ever skipped silently.
  */
-final class ZooKeeperObservation implements Watcher, ConnectionStateListener {
+final class ZooKeeperObservation implements Watcher, ConnectionStateListener, OpenObservations.StoreWatch {
 
   private static final Logger log = LoggerFactory.getLogger(ZooKeeperObservation.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -55,7 +56,8 @@ final class ZooKeeperObservation implements Watcher, ConnectionStateListener {
     this.path = ZNodes.leaseNode(leaseName);
   }
 
-  void start() {
+  @Override
+  public void start() {
     client.getConnectionStateListenable().addListener(this);
     watchAndRead();
   }
@@ -241,7 +243,8 @@ final class ZooKeeperObservation implements Watcher, ConnectionStateListener {
   }
 
   /** Ends the observation: the watch is removed and nothing more is reported. */
-  void close() {
+  @Override
+  public void close() {
     synchronized (this) {
       if (closed) {
         return;
