@@ -83,9 +83,6 @@ class ShutdownReleaseTest {
         .until(() -> Files.exists(started) && !Files.readString(started).isBlank());
     long firstToken = Long.parseLong(Files.readString(started).strip());
 
-    first.destroy(); // SIGTERM, as systemd or Kubernetes stops a process
-
-    assertThat(first.waitFor(30, TimeUnit.SECONDS)).as("the first run exited").isTrue();
     Path ran = dir.resolve("ran");
     StringWriter err = new StringWriter();
     CompletableFuture<Integer> second =
@@ -96,6 +93,12 @@ class ShutdownReleaseTest {
                     .execute("run", "--backend", cluster.uri(), "--lease", "nightly", "--owner",
                         "second", "--ttl", "60s", "--wait", "--",
                         "sh", "-c", "echo $LEASEHOLD_FENCING_TOKEN > " + ran));
+    await("the second run waits").atMost(Duration.ofSeconds(30))
+        .until(() -> err.toString().contains("waiting for it"));
+
+    first.destroy(); // SIGTERM, as systemd or Kubernetes stops a process
+
+    assertThat(first.waitFor(30, TimeUnit.SECONDS)).as("the first run exited").isTrue();
     assertThat(second.get(30, TimeUnit.SECONDS)).as(err.toString()).isZero();
     long secondToken = Long.parseLong(Files.readString(ran).strip());
     await().atMost(Duration.ofSeconds(10)).until(() -> events.size() >= 5);
