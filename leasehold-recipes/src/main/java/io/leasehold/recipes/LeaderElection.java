@@ -64,10 +64,9 @@ import org.slf4j.LoggerFactory;
  * Builder#observing(LeaseBackend)}), a follower that was refused {@linkplain
  * LeaseBackend#observe observes} the lease and contends again as soon as it frees (released,
  * expired, revoked), after a small random delay (up to a quarter of the lease's retry interval,
- * at most 125 ms) so
- * that the followers do not all ask at once; its backoff retry stays as the fallback, for a watch
- * that went silent or a backend that cannot observe. {@link #currentLeader()} tells followers who
- * leads. The observation is cancelled when this process wins or the election closes.
+ * at most 125 ms) so that the followers do not all ask at once; its backoff retry stays as the
+ * fallback, for a watch that went silent or a backend that cannot observe. {@link
+ * #currentLeader()} tells followers who leads. The observation is cancelled when this process wins or the election closes.
  *
  * <p>The election neither opens nor closes the lease; it registers one {@code onLost} handler and
  * removes it on close. Use one lease object per election.
@@ -102,6 +101,7 @@ public final class LeaderElection implements AutoCloseable {
   private Runnable cancelRetry = () -> {};
   private Subscription lostSubscription;
   private Subscription observation; // while following, where the backend can observe
+  private boolean observing; // observation set, or being subscribed
   private boolean observeUnsupported;
   private boolean attempting; // an acquire() is in flight
   private boolean freedDuringAttempt; // the lease was seen free while it was
@@ -337,22 +337,42 @@ public final class LeaderElection implements AutoCloseable {
     }
   }
 
-  /** As a refused follower: observe the lease, once, where the backend can. */
+  /**
+   * As a refused follower: observe the lease, once, where the backend can. Subscribes outside the
+   * lock (a backend may reach its store first), then keeps the subscription only if it still
+   * follows.
+   */
   private void observe() {
     synchronized (lock) {
-      if (observeOn == null || observeUnsupported || observation != null
+      if (observeOn == null || observeUnsupported || observing
           || state != State.CONTENDING || term != null) {
         return;
       }
-      try {
-        observation = observeOn.observe(lease.name(), this::observed);
-      } catch (UnsupportedOperationException e) {
+      observing = true;
+    }
+    Subscription s = null;
+    try {
+      s = observeOn.observe(lease.name(), this::observed);
+    } catch (UnsupportedOperationException e) {
+      log.debug("Cannot observe lease '{}' ({}); polling with a backoff", lease.name(),
+          e.getMessage());
+      synchronized (lock) {
         observeUnsupported = true; // keep polling with the backoff
-        log.debug("Cannot observe lease '{}' ({}); polling with a backoff", lease.name(),
-            e.getMessage());
-      } catch (RuntimeException e) {
-        log.warn("Could not observe lease '{}'; polling with a backoff", lease.name(), e);
       }
+    } catch (RuntimeException e) {
+      log.warn("Could not observe lease '{}'; polling with a backoff", lease.name(), e);
+    }
+    boolean keep;
+    synchronized (lock) {
+      keep = s != null && observing && state == State.CONTENDING && term == null;
+      if (keep) {
+        observation = s;
+      } else {
+        observing = false;
+      }
+    }
+    if (!keep && s != null) {
+      s.cancel(); // won, or closed, meanwhile
     }
   }
 
@@ -361,6 +381,7 @@ public final class LeaderElection implements AutoCloseable {
     synchronized (lock) {
       s = observation;
       observation = null;
+      observing = false;
     }
     if (s != null) {
       s.cancel();
@@ -386,18 +407,17 @@ public final class LeaderElection implements AutoCloseable {
     if (free) {
       synchronized (lock) {
         if (attempting) {
-          freedDuringAttempt = true;
-          return;
+          freedDuringAttempt = true; // answered first; then asks again at once
+        } else {
+          contendSoon();
         }
       }
-      contendSoon();
     }
   }
 
   /**
    * Contends after a jitter of up to a quarter of the retry interval (at most 125 ms) instead of
-   * the backoff, so
-   * that followers told of the same free lease do not all ask at once.
+   * the backoff, so that followers told of the same free lease do not all ask at once.
    */
   private void contendSoon() {
     synchronized (lock) {
