@@ -105,6 +105,58 @@ public interface LeaseBackend extends AutoCloseable {
         "reading lease states is not supported by the " + uri() + " backend");
   }
 
+  /**
+   * Opt-in coordinated shutdown: when the JVM shuts down (SIGTERM, SIGINT, {@link System#exit}),
+   * releases every lease this backend holds, so that the next holder starts at once instead of
+   * after the TTL. The hook {@linkplain #close() closes} this backend and waits for that at most
+   * {@code bound}; a release not confirmed by then is left to expire in the store, as after a
+   * crash.
+   *
+   * <p>The release makes each lease's {@link Lease#checkAlive()} false, without an {@link
+   * Lease#onLost} call (as {@link #close()} does). Use it where the work a lease guards checks
+   * {@code checkAlive()} (or a fencing token) before each effect, or stops in its own shutdown
+   * hook: JVM shutdown hooks run concurrently, in no set order. A framework with its own shutdown
+   * sequence should instead call {@link #close()} itself, after it stopped the work (see
+   * docs/watch.md, "Coordinated shutdown").
+   *
+   * @param bound how long the hook waits for the releases, 1 ms to 10 min
+   * @return a subscription whose {@link Subscription#cancel()} removes the hook again (a no-op
+   *     once the JVM is shutting down)
+   * @throws IllegalArgumentException if {@code bound} is out of range (the message names it)
+   * @throws IllegalStateException if the JVM is already shutting down
+   */
+  default Subscription releaseOnShutdown(java.time.Duration bound) {
+    java.util.Objects.requireNonNull(bound, "bound");
+    if (bound.compareTo(java.time.Duration.ofMillis(1)) < 0
+        || bound.compareTo(java.time.Duration.ofMinutes(10)) > 0) {
+      throw new IllegalArgumentException(
+          "releaseOnShutdown bound must be between 1ms and 10min; was " + bound);
+    }
+    Thread hook =
+        new Thread(
+            () -> {
+              // close() on a thread of its own, so a store that does not answer cannot hold the
+              // JVM's exit past the bound.
+              Thread closer = new Thread(this::close, "leasehold-shutdown-release");
+              closer.setDaemon(true);
+              closer.start();
+              try {
+                closer.join(bound.toMillis());
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            },
+            "leasehold-shutdown-hook");
+    Runtime.getRuntime().addShutdownHook(hook);
+    return () -> {
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook runs, or has run: nothing to undo
+      }
+    };
+  }
+
   /** {@return the URI this backend was opened with, with any credentials removed} */
   String uri();
 

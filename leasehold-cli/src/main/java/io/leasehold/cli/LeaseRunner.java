@@ -1,6 +1,7 @@
 package io.leasehold.cli;
 
 import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseLost;
 import io.leasehold.Subscription;
 import java.io.IOException;
@@ -11,8 +12,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -45,8 +48,18 @@ final class LeaseRunner {
   private final Duration timeout;
   private final Duration grace;
   private final PrintWriter err;
+  private final LeaseBackend observeOn; // null: poll only
 
-  private final CountDownLatch wake = new CountDownLatch(1);
+  /**
+   * What ends a wait between attempts early: {@link #STOP} (shutdown) or {@link #FREED} (the
+   * observed lease was released, expired or revoked).
+   */
+  private final BlockingQueue<Object> nudges = new LinkedBlockingQueue<>();
+  private static final Object STOP = "stop";
+  private static final Object FREED = "freed";
+  /** The jitter after a free event: up to a quarter of the retry interval, of at most this. */
+  private static final long MAX_JITTER_BASE = TimeUnit.MILLISECONDS.toNanos(500);
+
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final CountDownLatch done = new CountDownLatch(1);
   private volatile boolean stopRequested;
@@ -68,6 +81,23 @@ final class LeaseRunner {
       Duration timeout,
       Duration grace,
       PrintWriter err) {
+    this(lease, command, wait, timeout, grace, err, null);
+  }
+
+  /**
+   * @param observeOn the backend that made the lease: while waiting, the lease is observed on it
+   *     and asked for again as soon as it frees; {@code null}, or a backend that cannot observe:
+   *     poll with the backoff only
+   */
+  LeaseRunner(
+      Lease lease,
+      List<String> command,
+      boolean wait,
+      Duration timeout,
+      Duration grace,
+      PrintWriter err,
+      LeaseBackend observeOn) {
+    this.observeOn = observeOn;
     this.lease = Objects.requireNonNull(lease, "lease");
     this.command = List.copyOf(command);
     this.wait = wait;
@@ -93,6 +123,17 @@ final class LeaseRunner {
 
   /** @return -1 once held, else the exit status to end with */
   private int acquire() throws InterruptedException {
+    Subscription[] observation = {null};
+    try {
+      return acquire(observation);
+    } finally {
+      if (observation[0] != null) {
+        observation[0].cancel();
+      }
+    }
+  }
+
+  private int acquire(Subscription[] observation) throws InterruptedException {
     long start = System.nanoTime();
     boolean told = false;
     String lastProblem = null; // what the store's last failure said, printed once until it changes
@@ -133,6 +174,9 @@ final class LeaseRunner {
         }
         lastProblem = problem;
       } else {
+        if (observation[0] == null && observeOn != null) {
+          observation[0] = observe();
+        }
         if (!told) {
           say("lease '" + lease.name() + "' is " + holder + "; waiting for it"
               + (timeout != null ? " for up to " + Durations.format(timeout) : ""));
@@ -156,9 +200,44 @@ final class LeaseRunner {
         }
         pause = Math.min(pause, left);
       }
-      if (wake.await(pause, TimeUnit.NANOSECONDS)) {
+      Object nudge = nudges.poll(pause, TimeUnit.NANOSECONDS);
+      if (nudge == FREED) {
+        // Told the lease is free: ask again after a small jitter, not after the backoff, so that
+        // waiters told at once do not all ask at once.
+        long base = Math.min(lease.settings().retryInterval().toNanos(), MAX_JITTER_BASE);
+        nudge = nudges.poll(ThreadLocalRandom.current().nextLong(base / 4 + 1), TimeUnit.NANOSECONDS);
+        nudges.removeIf(n -> n == FREED);
+      }
+      if (nudge == STOP || stopRequested) {
         return INTERRUPTED;
       }
+    }
+  }
+
+  /**
+   * Observes the lease while waiting; a free event ends the current pause. An observation is how
+   * the waiter learns quickly, not what decides: acquire() alone does.
+   */
+  private Subscription observe() {
+    try {
+      return observeOn.observe(
+          lease.name(),
+          event -> {
+            boolean free =
+                switch (event.type()) {
+                  case RELEASED, EXPIRED, REVOKED -> true;
+                  default -> event.holding().isEmpty(); // CURRENT or GAP of a free lease
+                };
+            if (free) {
+              nudges.add(FREED);
+            }
+          });
+    } catch (UnsupportedOperationException e) {
+      return () -> {}; // this backend cannot observe: poll with the backoff
+    } catch (RuntimeException e) {
+      say("cannot observe lease '" + lease.name() + "' (" + Errors.describe(e)
+          + "); asking for it with a backoff");
+      return () -> {};
     }
   }
 
@@ -256,7 +335,7 @@ final class LeaseRunner {
    */
   void shutdown() {
     stopRequested = true;
-    wake.countDown();
+    nudges.add(STOP);
     ProcessGroup g;
     synchronized (this) {
       g = finished ? null : group;

@@ -165,14 +165,15 @@ final class RunCommand implements Callable<Integer> {
         throw bad("--ttl " + Durations.format(ttl) + " does not suit " + uri + ": " + e.getMessage());
       }
       try (lease) {
-        return runHolding(lease, stopGrace, uri, err);
+        return runHolding(store, lease, stopGrace, uri, err);
       }
     }
   }
 
-  private int runHolding(Lease lease, Duration stopGrace, String uri, PrintWriter err)
+  private int runHolding(
+      LeaseBackend store, Lease lease, Duration stopGrace, String uri, PrintWriter err)
       throws InterruptedException {
-    LeaseRunner runner = new LeaseRunner(lease, command, wait, timeout, stopGrace, err);
+    LeaseRunner runner = new LeaseRunner(lease, command, wait, timeout, stopGrace, err, store);
     Thread hook = new Thread(runner::shutdown, "leasehold-run-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
     try {

@@ -121,6 +121,37 @@ class LeaseRunnerTest {
     assertThat(ran).exists();
   }
 
+  /**
+   * Issue 14, item 4: {@code --wait} observes the lease and asks again as soon as it frees. The
+   * waiter's retry interval is 30 minutes (its first retry is 15-30 min after the refusal) and the
+   * TTL 60 s, so only the observation explains a start within this test's bounds.
+   */
+  @Test
+  void waitObservesTheLeaseAndRunsAsSoonAsTheHolderReleases() {
+    Lease other = lease(elsewhere, "bob");
+    assertThat(other.acquire().join()).isTrue();
+    Path ran = file("ran");
+    Lease mine =
+        here.newLease(
+            LeaseSettings.builder("nightly-backup", "alice")
+                .ttl(Duration.ofSeconds(60))
+                .retryInterval(Duration.ofMinutes(30))
+                .acquireRetries(0)
+                .build());
+    LeaseRunner runner =
+        new LeaseRunner(mine, List.of("sh", "-c", "touch " + ran), true, null,
+            Duration.ofMillis(500), err, here);
+
+    CompletableFuture<Integer> status = CompletableFuture.supplyAsync(() -> call(runner));
+    await().atMost(Duration.ofSeconds(10)).until(() -> errText.toString().contains("waiting for it"));
+    other.release().join();
+
+    await("the command ran, told by the observation").atMost(Duration.ofSeconds(30))
+        .until(status::isDone);
+    assertThat(status.join()).isZero();
+    assertThat(ran).exists();
+  }
+
   @Test
   void waitWithATimeoutGivesUpWith75() throws Exception {
     Lease other = lease(elsewhere, "bob");

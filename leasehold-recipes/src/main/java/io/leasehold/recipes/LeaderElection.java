@@ -1,6 +1,9 @@
 package io.leasehold.recipes;
 
 import io.leasehold.Lease;
+import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseEvent;
+import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
 import io.leasehold.Subscription;
 import io.leasehold.recipes.LeadershipListener.Why;
@@ -8,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -56,12 +60,23 @@ import org.slf4j.LoggerFactory;
  * or a process paused longer than the TTL, can still act late: pass the {@linkplain
  * LeaderContext#fencingToken() fencing token} to the resource (see {@link FencingGuard}).
  *
+ * <p><b>Told, not polling.</b> Given the backend the lease was made by ({@link
+ * Builder#observing(LeaseBackend)}), a follower that was refused {@linkplain
+ * LeaseBackend#observe observes} the lease and contends again as soon as it frees (released,
+ * expired, revoked), after a small random delay (up to a quarter of the lease's retry interval,
+ * at most 125 ms) so that the followers do not all ask at once; its backoff retry stays as the
+ * fallback, for a watch that went silent or a backend that cannot observe. {@link
+ * #currentLeader()} tells followers who leads. The observation is cancelled when this process wins or the election closes.
+ *
  * <p>The election neither opens nor closes the lease; it registers one {@code onLost} handler and
  * removes it on close. Use one lease object per election.
  */
 public final class LeaderElection implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaderElection.class);
+
+  /** The jitter after a free event is up to a quarter of the retry interval, of at most this. */
+  private static final long MAX_JITTER_BASE = TimeUnit.MILLISECONDS.toNanos(500);
 
   private enum State {
     NEW,
@@ -76,6 +91,8 @@ public final class LeaderElection implements AutoCloseable {
   private final RecipeScheduler scheduler;
   private final Duration stopTimeout;
   private final List<LeadershipListener> listeners;
+  private final LeaseBackend observeOn; // null: poll only
+  private final RandomGenerator random; // the jitter after a free event; under lock
   private final Object lock = new Object();
 
   // Guarded by lock.
@@ -83,6 +100,14 @@ public final class LeaderElection implements AutoCloseable {
   private State state = State.NEW;
   private Runnable cancelRetry = () -> {};
   private Subscription lostSubscription;
+  private Subscription observation; // while following, where the backend can observe
+  private boolean observing; // observation set, or being subscribed
+  private boolean observeUnsupported;
+  private boolean attempting; // an acquire() is in flight
+  private boolean freedDuringAttempt; // the lease was seen free while it was
+
+  /** The holding as last observed (or our own while leading); empty: free or not known. */
+  private volatile Optional<LeaseHolding> leader = Optional.empty();
 
   /** The current term, from the grant until its work has ended; read without the lock. */
   private volatile Term term;
@@ -93,6 +118,8 @@ public final class LeaderElection implements AutoCloseable {
     this.scheduler = b.scheduler;
     this.stopTimeout = b.stopTimeout;
     this.listeners = List.copyOf(b.listeners);
+    this.observeOn = b.observeOn;
+    this.random = b.random;
     this.backoff = new Backoff(b.initialBackoff, b.maxBackoff, b.random);
     this.workExecutor = b.workExecutor != null ? b.workExecutor : threadPerTerm(lease.name());
   }
@@ -142,6 +169,19 @@ public final class LeaderElection implements AutoCloseable {
     return t != null && t.isLeader();
   }
 
+  /**
+   * Who leads, as far as this process knows: its own holding while it leads; as a follower, the
+   * holding last observed on the backend given to {@link Builder#observing(LeaseBackend)} (e.g.
+   * to forward requests to the leader, whose owner name can carry its address). Empty when the
+   * lease is free, before the first observation, or where nothing is observed. For routing, never
+   * for safety: it may be out of date, and only {@link #isLeader()} is this process's own answer.
+   *
+   * @return the leader's holding (holder, fencing token, since when where the store records it)
+   */
+  public Optional<LeaseHolding> currentLeader() {
+    return leader;
+  }
+
   /** {@return the lease this election leads with} */
   public Lease lease() {
     return lease;
@@ -151,9 +191,11 @@ public final class LeaderElection implements AutoCloseable {
 
   private void contend() {
     synchronized (lock) {
-      if (state != State.CONTENDING || term != null) {
-        return;
+      if (state != State.CONTENDING || term != null || attempting) {
+        return; // an attempt in flight is answered first, and sees a free event it missed
       }
+      attempting = true;
+      freedDuringAttempt = false;
     }
     CompletableFuture<Boolean> attempt;
     try {
@@ -166,6 +208,11 @@ public final class LeaderElection implements AutoCloseable {
   }
 
   private void acquired(Boolean won, Throwable error) {
+    boolean freedMeanwhile;
+    synchronized (lock) {
+      attempting = false;
+      freedMeanwhile = freedDuringAttempt;
+    }
     if (!Boolean.TRUE.equals(won)) {
       if (error != null) {
         log.warn(
@@ -178,7 +225,14 @@ public final class LeaderElection implements AutoCloseable {
             lease.name(),
             lease.lastKnownHolder().orElse("another holder"));
       }
-      retryLater();
+      if (error == null) {
+        observe();
+      }
+      if (freedMeanwhile) {
+        contendSoon(); // the holder went while we asked: ask again now, not after the backoff
+      } else {
+        retryLater();
+      }
       return;
     }
     OptionalLong token = lease.fencingToken();
@@ -191,7 +245,11 @@ public final class LeaderElection implements AutoCloseable {
         term = t;
         state = State.LEADING;
         backoff.reset();
+        leader = Optional.of(new LeaseHolding(lease.holder().toString(), t.token, Optional.empty()));
       }
+    }
+    if (t != null) {
+      stopObserving();
     }
     if (t == null) {
       if (!closed) {
@@ -245,6 +303,7 @@ public final class LeaderElection implements AutoCloseable {
     synchronized (lock) {
       if (term == t) {
         term = null;
+        leader = Optional.empty(); // until observed again
       }
       closed = state == State.CLOSED;
       if (state == State.LEADING) {
@@ -275,6 +334,99 @@ public final class LeaderElection implements AutoCloseable {
       lease.release().whenComplete((ignored, error) -> retryLater());
     } else {
       retryLater();
+    }
+  }
+
+  /**
+   * As a refused follower: observe the lease, once, where the backend can. Subscribes outside the
+   * lock (a backend may reach its store first), then keeps the subscription only if it still
+   * follows.
+   */
+  private void observe() {
+    synchronized (lock) {
+      if (observeOn == null || observeUnsupported || observing
+          || state != State.CONTENDING || term != null) {
+        return;
+      }
+      observing = true;
+    }
+    Subscription s = null;
+    try {
+      s = observeOn.observe(lease.name(), this::observed);
+    } catch (UnsupportedOperationException e) {
+      log.debug("Cannot observe lease '{}' ({}); polling with a backoff", lease.name(),
+          e.getMessage());
+      synchronized (lock) {
+        observeUnsupported = true; // keep polling with the backoff
+      }
+    } catch (RuntimeException e) {
+      log.warn("Could not observe lease '{}'; polling with a backoff", lease.name(), e);
+    }
+    boolean keep;
+    synchronized (lock) {
+      keep = s != null && observing && state == State.CONTENDING && term == null;
+      if (keep) {
+        observation = s;
+      } else {
+        observing = false;
+      }
+    }
+    if (!keep && s != null) {
+      s.cancel(); // won, or closed, meanwhile
+    }
+  }
+
+  private void stopObserving() {
+    Subscription s;
+    synchronized (lock) {
+      s = observation;
+      observation = null;
+      observing = false;
+    }
+    if (s != null) {
+      s.cancel();
+    }
+  }
+
+  /** An observed event, on the backend's callback thread: note the leader; contend if free. */
+  private void observed(LeaseEvent event) {
+    if (term != null) {
+      return; // leading: a late event of the cancelled observation says nothing new
+    }
+    boolean free;
+    switch (event.type()) {
+      case RELEASED, EXPIRED, REVOKED -> {
+        leader = Optional.empty();
+        free = true;
+      }
+      default -> { // CURRENT, GAP, ACQUIRED, TAKEN_OVER: the holding now, or free
+        leader = event.holding();
+        free = event.holding().isEmpty();
+      }
+    }
+    if (free) {
+      synchronized (lock) {
+        if (attempting) {
+          freedDuringAttempt = true; // answered first; then asks again at once
+        } else {
+          contendSoon();
+        }
+      }
+    }
+  }
+
+  /**
+   * Contends after a jitter of up to a quarter of the retry interval (at most 125 ms) instead of
+   * the backoff, so that followers told of the same free lease do not all ask at once.
+   */
+  private void contendSoon() {
+    synchronized (lock) {
+      if (state != State.CONTENDING || term != null) {
+        return;
+      }
+      cancelRetry.run();
+      long quarter = Math.min(lease.settings().retryInterval().toNanos(), MAX_JITTER_BASE) / 4;
+      cancelRetry = scheduler.schedule(this::contend, random.nextLong(quarter + 1));
     }
   }
 
@@ -333,6 +485,7 @@ public final class LeaderElection implements AutoCloseable {
     if (subscription != null) {
       subscription.cancel();
     }
+    stopObserving();
     await(lease.release(), lease.settings().ttl(), "the store to confirm the release");
     log.info("Closed the leader election of lease '{}'", lease.name());
   }
@@ -476,6 +629,7 @@ public final class LeaderElection implements AutoCloseable {
     private final LeaderWork work;
     private final List<LeadershipListener> listeners = new ArrayList<>();
     private Executor workExecutor;
+    private LeaseBackend observeOn;
     private RecipeScheduler scheduler = RecipeScheduler.system();
     private RandomGenerator random = RandomGenerator.getDefault();
     private Duration initialBackoff;
@@ -502,6 +656,21 @@ public final class LeaderElection implements AutoCloseable {
      */
     public Builder workExecutor(Executor executor) {
       this.workExecutor = Objects.requireNonNull(executor, "workExecutor");
+      return this;
+    }
+
+    /**
+     * The backend the lease was made by: a follower observes the lease on it, contends again as
+     * soon as it frees (instead of only after its backoff) and tells {@link
+     * LeaderElection#currentLeader()} who leads. A backend that cannot observe throws {@link
+     * UnsupportedOperationException}; the election then polls with its backoff. Default: none,
+     * poll only.
+     *
+     * @param backend the backend that made the lease
+     * @return this builder
+     */
+    public Builder observing(LeaseBackend backend) {
+      this.observeOn = Objects.requireNonNull(backend, "backend");
       return this;
     }
 
