@@ -104,6 +104,18 @@ public final class MeteredLeaseBackend implements LeaseBackend, MeterBinder {
     return backend.uri();
   }
 
+  /** The wrapped backend's observation: metering adds nothing to it. */
+  @Override
+  public io.leasehold.Subscription observe(String name, io.leasehold.LeaseObserver observer) {
+    return backend.observe(name, observer);
+  }
+
+  /** The wrapped backend's read: metering adds nothing to it. */
+  @Override
+  public CompletableFuture<io.leasehold.LeaseState> read(String name) {
+    return backend.read(name);
+  }
+
   @Override
   public void close() {
     backend.close();

@@ -72,6 +72,19 @@ class MeteredLeaseBackendTest {
   }
 
   @Test
+  void aMeteredBackendStillReadsAndObservesLeases() {
+    Lease a = metered.newLease(settings("jobs", "node-1"));
+    assertThat(a.acquire().join()).isTrue();
+    assertThat(metered.read("jobs").join().holding()).as("read passes through").isPresent();
+    java.util.List<io.leasehold.LeaseEvent> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+    io.leasehold.Subscription s = metered.observe("jobs", events::add);
+    a.release().join();
+    await().atMost(Duration.ofSeconds(10))
+        .until(() -> events.stream().anyMatch(e -> e.type() == io.leasehold.LeaseEvent.Type.RELEASED));
+    s.cancel();
+  }
+
+  @Test
   void leaseNamesAreNeverTags() {
     metered.bindTo(registry);
     for (int i = 0; i < 5; i++) {

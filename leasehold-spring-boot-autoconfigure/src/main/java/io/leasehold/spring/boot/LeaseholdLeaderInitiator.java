@@ -153,7 +153,8 @@ public class LeaseholdLeaderInitiator implements SmartLifecycle, ApplicationEven
       }
       stopping = false;
       lease = backend.newLease(settings);
-      election = LeaderElection.builder(lease, this::lead).start();
+      // Observing the lease, a follower takes over as soon as the leader releases it.
+      election = LeaderElection.builder(lease, this::lead).observing(backend).start();
     }
   }
 
