@@ -409,10 +409,24 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     // Pinned before the engine sees the grant, so that a retired grant is kept alive from the
     // moment the engine believes in the tenure.
     grant.pin();
-    Held before =
-        held.put(request.leaseName(), new Held(request.holder(), token, grant, runtime.ticker().read()));
-    if (before != null) {
-      before.grant.unpin();
+    Held mine = new Held(request.holder(), token, grant, runtime.ticker().read());
+    Held[] replaced = new Held[1];
+    Held kept =
+        held.compute(
+            request.leaseName(),
+            (name, before) -> {
+              if (before != null && before.token > token) {
+                // A newer tenure of this name is held: this answer came late (its tenure was
+                // ended to begin the newer one), and the engine gives such a grant back.
+                return before;
+              }
+              replaced[0] = before;
+              return mine;
+            });
+    if (kept != mine) {
+      grant.unpin();
+    } else if (replaced[0] != null) {
+      replaced[0].grant.unpin();
     }
     startChecking();
     if (grant.dead != null) {

@@ -207,4 +207,41 @@ class EtcdGhostGrantTest {
         .until(() -> acquired(next));
     assertThat(kept.checkAlive()).isTrue();
   }
+
+  /**
+   * Found by the fault harness's etcd soak (seed 2001, after the fixes above): an acquire's
+   * transaction committed but its answer came late; the holder's next acquire (a newer request)
+   * ended that tenure and began another; then the late answer arrived, and the backend took its
+   * tenure for the one it holds — the newer, live tenure's next renewal was answered "etcd no
+   * longer holds tenure" and its holder gave it up 584 ms before its deadline.
+   */
+  @Test
+  void aLateAnswerOfAnOlderAcquireNeverReplacesTheNewerTenureOfTheSameHolder() throws Exception {
+    LostReplies replies = new LostReplies();
+    EtcdBackend backend = lossyBackend(replies);
+    EtcdLeaseStore store = backend.store();
+    HolderId holder = HolderId.newIncarnation("a");
+    int txns = replies.started("Txn");
+    replies.delay(Duration.ofSeconds(2), "Txn");
+    CompletableFuture<AcquireResult> older =
+        store.acquire(new AcquireRequest("late-answer", holder, 7, TTL, System.nanoTime(), Duration.ofSeconds(5)));
+    await("the older acquire's transaction is sent").atMost(Duration.ofSeconds(10)).until(() -> replies.started("Txn") > txns);
+    replies.pass();
+    await("the older acquire's transaction committed")
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> recordExists(backend, "late-answer"));
+
+    AcquireResult newer =
+        store.acquire(new AcquireRequest("late-answer", holder, 8, TTL, System.nanoTime(), Duration.ofSeconds(5)))
+            .get(10, TimeUnit.SECONDS);
+    assertThat(newer).isInstanceOf(AcquireResult.Acquired.class);
+    long token = ((AcquireResult.Acquired) newer).token();
+    older.get(10, TimeUnit.SECONDS); // the late answer arrives (whatever it says)
+
+    io.leasehold.spi.RenewResult renewed =
+        store.renew(new io.leasehold.spi.Tenure("late-answer", holder, 8, token, TTL), System.nanoTime())
+            .get(10, TimeUnit.SECONDS);
+    assertThat(renewed).as("the newer tenure, after the older acquire's late answer").isInstanceOf(
+        io.leasehold.spi.RenewResult.Renewed.class);
+  }
 }
