@@ -70,6 +70,19 @@ public record LeaseEvent(Type type, String name, Optional<LeaseHolding> holding,
     Objects.requireNonNull(detail, "detail");
   }
 
+  /**
+   * {@return whether nobody holds the lease after this event: it ended a tenure ({@code
+   * RELEASED}, {@code EXPIRED}, {@code REVOKED}), or it reports the lease free ({@code CURRENT} or
+   * {@code GAP} without a holding). What a waiter observes for, to ask again at once}
+   */
+  public boolean leavesLeaseFree() {
+    return switch (type) {
+      case RELEASED, EXPIRED, REVOKED -> true;
+      case CURRENT, GAP -> holding.isEmpty();
+      case ACQUIRED, TAKEN_OVER -> false;
+    };
+  }
+
   /** One line for logs and the command line, e.g. {@code ACQUIRED jobs by node-1#... token 7}. */
   @Override
   public String toString() {

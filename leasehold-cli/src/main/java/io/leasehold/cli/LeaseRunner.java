@@ -223,12 +223,7 @@ final class LeaseRunner {
       return observeOn.observe(
           lease.name(),
           event -> {
-            boolean free =
-                switch (event.type()) {
-                  case RELEASED, EXPIRED, REVOKED -> true;
-                  default -> event.holding().isEmpty(); // CURRENT or GAP of a free lease
-                };
-            if (free) {
+            if (event.leavesLeaseFree()) {
               nudges.add(FREED);
             }
           });

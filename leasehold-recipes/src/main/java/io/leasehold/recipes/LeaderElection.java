@@ -393,17 +393,9 @@ public final class LeaderElection implements AutoCloseable {
     if (term != null) {
       return; // leading: a late event of the cancelled observation says nothing new
     }
-    boolean free;
-    switch (event.type()) {
-      case RELEASED, EXPIRED, REVOKED -> {
-        leader = Optional.empty();
-        free = true;
-      }
-      default -> { // CURRENT, GAP, ACQUIRED, TAKEN_OVER: the holding now, or free
-        leader = event.holding();
-        free = event.holding().isEmpty();
-      }
-    }
+    boolean free = event.leavesLeaseFree();
+    // An ended tenure's holding is the one that ended; every other event's is the holding now.
+    leader = free ? Optional.empty() : event.holding();
     if (free) {
       synchronized (lock) {
         if (attempting) {

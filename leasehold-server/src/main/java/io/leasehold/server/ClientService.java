@@ -473,16 +473,20 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         return CompletableFuture.completedFuture(refused);
       }
     }
-    return raft.write(command);
+    long received = System.nanoTime();
+    // Counted here, where a write reaches the log, for unary and Batch calls alike.
+    return raft.write(command)
+        .whenComplete(
+            (r, error) -> {
+              counters.writes.increment();
+              counters.writeNanos.add(System.nanoTime() - received);
+            });
   }
 
   private <T extends MessageLite> void write(Command command, Parser<T> parser, StreamObserver<T> out) {
-    long received = System.nanoTime(); // captured by the callback below, which exists anyway
     CompletableFuture<Reply> reply = write(command);
     reply.whenComplete(
         (r, error) -> {
-          counters.writes.increment();
-          counters.writeNanos.add(System.nanoTime() - received);
           if (error != null) {
             out.onError(unavailable("the write was not confirmed by the cluster", error));
             return;

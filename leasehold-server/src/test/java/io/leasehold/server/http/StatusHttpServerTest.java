@@ -137,6 +137,21 @@ class StatusHttpServerTest {
     // The writes went in through node n1: its count grew by the grant, the acquire, the release.
     assertThat(value(scrape(perNode[0]), "leasehold_write_seconds_count", Map.of()))
         .isGreaterThanOrEqualTo(leader == 0 ? writesBefore + 3 : 3);
+
+    // Writes in a Batch call (how the client sends acquires and releases) count the same.
+    long beforeBatch = (long) value(scrape(perNode[0]), "leasehold_write_seconds_count", Map.of());
+    io.leasehold.core.proto.BatchResponse batch =
+        stub().batch(
+            io.leasehold.core.proto.BatchRequest.newBuilder()
+                .addOps(io.leasehold.core.proto.BatchOp.newBuilder().setGrant(
+                    GrantRequest.newBuilder().setCall(call()).setOwner("metrics-batch").setTtlMillis(60_000)))
+                .addOps(io.leasehold.core.proto.BatchOp.newBuilder().setGrant(
+                    GrantRequest.newBuilder().setCall(call()).setOwner("metrics-batch").setTtlMillis(60_000)))
+                .build());
+    assertThat(batch.getResultsList()).allMatch(io.leasehold.core.proto.BatchResult::hasResponse);
+    assertThat(value(scrape(perNode[0]), "leasehold_write_seconds_count", Map.of()))
+        .as("the batch's two writes counted")
+        .isGreaterThanOrEqualTo(beforeBatch + 2);
   }
 
   @Test
