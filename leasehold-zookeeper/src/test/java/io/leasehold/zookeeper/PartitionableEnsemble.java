@@ -47,7 +47,18 @@ final class PartitionableEnsemble implements AutoCloseable {
     config.put("maxSessionTimeout", "60000");
     config.put("syncLimit", String.valueOf(syncLimit));
     for (int id = 1; id <= size; id++) {
-      servers.add(new InstanceSpec(null, -1, -1, -1, true, id, ZooKeeperServers.TICK_MILLIS, 1000, config, HOST));
+      servers.add(
+          new InstanceSpec(
+              null,
+              ZooKeeperServers.port(),
+              ZooKeeperServers.port(),
+              ZooKeeperServers.port(),
+              true,
+              id,
+              ZooKeeperServers.TICK_MILLIS,
+              1000,
+              config,
+              HOST));
       links.put(id, new ArrayList<>());
     }
     Map<InstanceSpec, Collection<InstanceSpec>> views = new LinkedHashMap<>();
