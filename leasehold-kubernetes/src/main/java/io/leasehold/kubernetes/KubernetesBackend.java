@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,6 +62,8 @@ public final class KubernetesBackend implements LeaseBackend {
   private final OpenLeases leases;
   private final OpenObservations observations = new OpenObservations();
   private volatile boolean closed;
+  /** Where an observation's blocking watch call runs; tests hold it back to widen a race. */
+  volatile Executor watchOpener = KubernetesObservation.WATCH_OPENER;
 
   KubernetesBackend(
       KubernetesClient client,
@@ -173,7 +176,7 @@ public final class KubernetesBackend implements LeaseBackend {
     }
     return observations.open(
         name, observer, runtime.callbacks(), observation ->
-            new KubernetesObservation(client, api, runtime.timers(), observation));
+            new KubernetesObservation(client, api, runtime.timers(), watchOpener, observation));
   }
 
   /**

@@ -16,6 +16,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +34,9 @@ import org.slf4j.LoggerFactory;
  * another is {@code TAKEN_OVER}; a deleted object is {@code REVOKED}. Kubernetes has no
  * server-side expiry: as a contender does, the observer counts a held object whose {@code
  * resourceVersion} it has seen unchanged for its {@code leaseDurationSeconds}, on its own monotonic
- * clock, as {@code EXPIRED} (the holder, whose deadline is shorter, has stopped by then).
+ * clock, as {@code EXPIRED} (the holder, whose deadline is shorter, has stopped by then). That
+ * clock runs only while the watch is open: an observer that is not watching (its watch still
+ * opening, or closed and being read again) has seen nothing stay unchanged, and says nothing.
  *
  * <p>Events are handled one at a time on the backend's timer thread.
  */
@@ -42,9 +46,21 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
 
+  /**
+   * Where watches are opened: fabric8's {@code watch} blocks until the API server has answered,
+   * and a dropped or slow connection can hold it for the client's request timeout. Its own daemon
+   * threads, so a stuck opening never holds up another observation or the common pool.
+   */
+  static final Executor WATCH_OPENER = Executors.newCachedThreadPool(runnable -> {
+    Thread thread = new Thread(runnable, "leasehold-kubernetes-watch-open");
+    thread.setDaemon(true);
+    return thread;
+  });
+
   private final KubernetesClient client;
   private final LeaseApi api;
   private final Scheduler timers;
+  private final Executor watchOpener;
   private final Observation observation;
   private final String objectName;
   // All below: touched only on the timer thread.
@@ -53,14 +69,19 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   /** {@code leaseTransitions} of the object last taken in; -1 while there is no object. */
   private int transitions = -1;
   private String version;
+  /** {@code leaseDurationSeconds} of the object last taken in. */
+  private Integer durationSeconds;
+  /** Whether a watch is open, so that an unchanged version means the object did not change. */
+  private boolean watching;
   private Scheduler.Cancellable expiry;
   private Watch watch;
   private volatile boolean closed;
 
-  KubernetesObservation(KubernetesClient client, LeaseApi api, Scheduler timers, Observation observation) {
+  KubernetesObservation(KubernetesClient client, LeaseApi api, Scheduler timers, Executor watchOpener, Observation observation) {
     this.client = client;
     this.api = api;
     this.timers = timers;
+    this.watchOpener = watchOpener;
     this.observation = observation;
     this.objectName = KubernetesLeaseNames.objectName(observation.name());
   }
@@ -90,14 +111,14 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
               + "; read again" : "");
       reported = now;
       expired = false;
-      version = lease == null ? null : lease.getMetadata().getResourceVersion();
+      takeIn(lease);
       transitions = transitionsOf(lease);
-      armExpiry(lease);
       openWatch();
     }));
   }
 
   private void openWatch() {
+    stopWatching();
     if (watch != null) {
       watch.close();
       watch = null;
@@ -109,7 +130,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     var options = new ListOptionsBuilder().build();
     // fabric8 opens the watch on its own threads; a blocking call kept off the timer thread.
     Watcher<Lease> self = this;
-    java.util.concurrent.CompletableFuture.runAsync(() -> {
+    watchOpener.execute(() -> {
       try {
         Watch w = client.resources(Lease.class).inNamespace(api.namespace()).withName(objectName)
             .watch(options, self);
@@ -118,6 +139,8 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
             w.close();
           } else {
             watch = w;
+            watching = true;
+            armExpiry();
           }
         });
       } catch (RuntimeException e) {
@@ -137,14 +160,16 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     if (closed || lease == null || lease.getMetadata() == null) {
       return;
     }
-    version = lease.getMetadata().getResourceVersion();
+    // An event comes from an open watch (its first may arrive before watch() has returned).
+    watching = true;
+    takeIn(lease);
     Optional<LeaseHolding> before = expired ? Optional.<LeaseHolding>empty() : reported;
     if (action == Action.DELETED) {
       before.ifPresent(h -> emit(LeaseEvent.Type.REVOKED, before, "kubernetes: the Lease object was deleted"));
       reported = Optional.empty();
       expired = false;
       transitions = -1;
-      armExpiry(null);
+      armExpiry();
       return;
     }
     if (action != Action.ADDED && action != Action.MODIFIED) {
@@ -167,7 +192,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           + transitions + " unseen; read again");
       reported = now;
       expired = false;
-      armExpiry(lease);
+      armExpiry();
       return;
     }
     if (now.isEmpty()) {
@@ -185,23 +210,40 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       reported = now;
       expired = false;
     }
-    armExpiry(lease);
+    armExpiry();
   }
 
-  /** Counts the held object as expired once its version stayed for its lease duration. */
-  private void armExpiry(Lease lease) {
+  private void takeIn(Lease lease) {
+    version = lease == null ? null : lease.getMetadata().getResourceVersion();
+    durationSeconds = lease == null || lease.getSpec() == null ? null : lease.getSpec().getLeaseDurationSeconds();
+  }
+
+  /** The watch is gone or not yet open: no clock runs until one is. */
+  private void stopWatching() {
+    watching = false;
     if (expiry != null) {
       expiry.cancel();
       expiry = null;
     }
-    if (lease == null || reported.isEmpty() || expired) {
+  }
+
+  /**
+   * Counts the held object as expired once its version stayed, while watched, for its lease
+   * duration.
+   */
+  private void armExpiry() {
+    if (expiry != null) {
+      expiry.cancel();
+      expiry = null;
+    }
+    if (!watching || version == null || reported.isEmpty() || expired) {
       return;
     }
-    Integer seconds = lease.getSpec() == null ? null : lease.getSpec().getLeaseDurationSeconds();
+    Integer seconds = durationSeconds;
     long nanos = TimeUnit.SECONDS.toNanos(seconds == null || seconds < 1 ? 1 : seconds);
     String seen = version;
     expiry = timers.schedule(() -> {
-      if (!closed && !expired && reported.isPresent() && Objects.equals(seen, version)) {
+      if (!closed && watching && !expired && reported.isPresent() && Objects.equals(seen, version)) {
         expired = true;
         emit(LeaseEvent.Type.EXPIRED, reported,
             "kubernetes: not renewed for leaseDurationSeconds (" + seconds + " s)");
@@ -217,6 +259,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       }
       log.debug("observation of '{}': the watch closed ({}); reading again", observation.name(), cause.toString());
       watch = null;
+      stopWatching();
       read(LeaseEvent.Type.GAP);
     });
   }

@@ -9,7 +9,11 @@ import io.leasehold.LeaseSettings;
 import io.leasehold.testkit.SuiteSettings;
 import io.leasehold.testkit.TcpProxy;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -54,6 +58,49 @@ class KubernetesObserveTest {
         assertThat(summaries(seen)).containsExactly(
             "CURRENT free", "ACQUIRED owner-a " + tokenOfA, "RELEASED owner-a " + tokenOfA, last);
       }
+    }
+  }
+
+  /**
+   * CI found this: the observer reads the object, then opens its watch on another thread (a
+   * blocking call). While that opening waited, the observer counted the held object as unchanged
+   * and reported it EXPIRED after leaseDurationSeconds, though it had not been watching and the
+   * holder was renewing all along. Here the opening is held back while the holder renews for
+   * longer than the lease duration; the observer must not report an expiry it never saw, and once
+   * its watch is open it reports the release.
+   */
+  @Test
+  void anObserverWhoseWatchIsSlowToOpenReportsNoExpiryItDidNotSee() throws Exception {
+    List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+    BlockingQueue<Runnable> heldBack = new LinkedBlockingQueue<>();
+    try (MockApiServer server = new MockApiServer();
+        KubernetesBackend watcher = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE);
+        KubernetesBackend holders = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE)) {
+      Lease b = holders.newLease(settings("owner-b"));
+      assertThat(b.acquire().join()).isTrue();
+      long tokenOfB = b.fencingToken().orElseThrow();
+      watcher.watchOpener = heldBack::add;
+      watcher.observe("handed-over", seen::add);
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB);
+      Runnable openTheWatch = heldBack.poll(30, TimeUnit.SECONDS);
+      assertThat(openTheWatch).as("the observation opens a watch after its read").isNotNull();
+
+      // Six renewals at the suite's 750 ms heartbeat: well past the 3 s lease duration.
+      Set<String> versions = new HashSet<>();
+      String object = KubernetesLeaseNames.objectName("handed-over");
+      await().atMost(Duration.ofSeconds(30)).until(() -> {
+        versions.add(server.admin().resources(io.fabric8.kubernetes.api.model.coordination.v1.Lease.class)
+            .inNamespace(MockApiServer.NAMESPACE).withName(object).get().getMetadata().getResourceVersion());
+        return versions.size() > 6;
+      });
+      assertThat(b.checkAlive()).as("the holder renewed all along").isTrue();
+      assertThat(summaries(seen)).as("while the observer was not yet watching").containsExactly("CURRENT owner-b " + tokenOfB);
+
+      openTheWatch.run();
+      b.release().join();
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
     }
   }
 
