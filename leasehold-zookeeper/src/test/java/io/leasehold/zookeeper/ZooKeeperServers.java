@@ -30,10 +30,16 @@ final class ZooKeeperServers {
         org.apache.zookeeper.util.ServiceUtils.LOG_ONLY);
   }
 
-  /** Ports handed out below Linux's ephemeral range (32768-60999), never twice in this JVM. */
+  /**
+   * Ports handed out below Linux's ephemeral range (32768-60999), never twice in this JVM, and
+   * from a half of the range of its own for each of the two test JVMs of a module (Maven's
+   * surefire runs two), so that the two never probe the same port at the same moment.
+   */
+  private static final int FIRST_PORT = 20_000 + 6_350 * (Integer.getInteger("leasehold.test.fork", 1) % 2);
+  private static final int PORTS = 6_350;
   private static final java.util.concurrent.atomic.AtomicInteger NEXT_PORT =
       new java.util.concurrent.atomic.AtomicInteger(
-          20_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(10_000));
+          java.util.concurrent.ThreadLocalRandom.current().nextInt(PORTS));
 
   private ZooKeeperServers() {}
 
@@ -44,18 +50,14 @@ final class ZooKeeperServers {
    */
   static int port() {
     for (int tries = 0; tries < 1000; tries++) {
-      int port = NEXT_PORT.getAndIncrement();
-      if (port >= 32_700) {
-        NEXT_PORT.set(20_000);
-        continue;
-      }
+      int port = FIRST_PORT + Math.floorMod(NEXT_PORT.getAndIncrement(), PORTS);
       try (java.net.ServerSocket probe = new java.net.ServerSocket(port)) {
         return probe.getLocalPort();
       } catch (IOException taken) {
         // in use: the next one
       }
     }
-    throw new IllegalStateException("no free port between 20000 and 32700");
+    throw new IllegalStateException("no free port between " + FIRST_PORT + " and " + (FIRST_PORT + PORTS - 1));
   }
 
   static InstanceSpec spec(int serverId) {
