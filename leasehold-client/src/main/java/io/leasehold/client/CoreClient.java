@@ -16,6 +16,7 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import io.leasehold.core.proto.BatchOp;
@@ -368,9 +369,7 @@ public final class CoreClient implements AutoCloseable {
 
   static LeaseException refused(Throwable t) {
     Status status = Status.fromThrowable(t);
-    return new LeaseException(
-        LeaseException.Code.PROTOCOL,
-        "the core refused the call: " + status.getCode() + ": " + status.getDescription(),
+    return new LeaseProtocolException("the core refused the call: " + status.getCode() + ": " + status.getDescription(),
         t);
   }
 

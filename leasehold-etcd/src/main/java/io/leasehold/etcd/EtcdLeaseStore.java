@@ -19,6 +19,7 @@ import io.etcd.jetcd.watch.WatchEvent;
 import io.etcd.jetcd.watch.WatchResponse;
 import io.leasehold.HolderId;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseLost;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
@@ -367,8 +368,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     KeyValue guard = response.isSucceeded() ? null : kvOf(gets, 1);
     KeyValue found = record != null ? record : guard;
     if (found == null) {
-      return CompletableFuture.failedFuture(new LeaseException(LeaseException.Code.PROTOCOL,
-          "etcd answered the acquire transaction for '" + request.leaseName()
+      return CompletableFuture.failedFuture(new LeaseProtocolException("etcd answered the acquire transaction for '" + request.leaseName()
               + "' without the key", null));
     }
     if (response.isSucceeded()) {

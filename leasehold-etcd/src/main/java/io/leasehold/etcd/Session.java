@@ -4,6 +4,7 @@ import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import io.leasehold.spi.LeaseRuntime;
@@ -129,8 +130,7 @@ final class Session {
               if (error != null) {
                 settleGrant(pending, null, unavailable("granting an etcd lease failed", error));
               } else if (response.getTTL() < ttlSeconds) {
-                settleGrant(pending, null, new LeaseException(LeaseException.Code.PROTOCOL,
-                    "etcd granted a lease of " + response.getTTL() + " s for a request of "
+                settleGrant(pending, null, new LeaseProtocolException("etcd granted a lease of " + response.getTTL() + " s for a request of "
                         + ttlSeconds + " s", null));
               } else {
                 if (response.getTTL() > ttlSeconds) {

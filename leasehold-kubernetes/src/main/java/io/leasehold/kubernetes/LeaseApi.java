@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.http.HttpResponse;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import java.net.HttpURLConnection;
@@ -176,9 +177,7 @@ final class LeaseApi {
       }
       return lease;
     } catch (RuntimeException e) {
-      throw new LeaseException(
-          LeaseException.Code.PROTOCOL,
-          "the API server answered the " + what + " of Lease " + namespace + "/" + name
+      throw new LeaseProtocolException("the API server answered the " + what + " of Lease " + namespace + "/" + name
               + " with something that is not a Lease: " + e.getMessage(),
           e);
     }

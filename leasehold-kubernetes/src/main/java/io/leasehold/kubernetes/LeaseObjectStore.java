@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
@@ -254,9 +255,7 @@ final class LeaseObjectStore implements LeaseStore {
       AcquireRequest request, Deadline deadline, int steps) {
     if (steps > MAX_STEPS) {
       return CompletableFuture.failedFuture(
-          new LeaseException(
-              LeaseException.Code.UNAVAILABLE,
-              "Lease " + api.namespace() + "/" + objectName + " was deleted and made again "
+          new LeaseStoreUnavailableException("Lease " + api.namespace() + "/" + objectName + " was deleted and made again "
                   + steps + " times during one acquire",
               null));
     }
@@ -346,9 +345,7 @@ final class LeaseObjectStore implements LeaseStore {
       token = -1;
     }
     if (token <= 0) {
-      throw new LeaseException(
-          LeaseException.Code.PROTOCOL,
-          "Lease " + api.namespace() + "/" + objectName + " has resourceVersion '" + version
+      throw new LeaseProtocolException("Lease " + api.namespace() + "/" + objectName + " has resourceVersion '" + version
               + "', not a positive integer: Leasehold's fencing tokens are resource versions"
               + " (comparable since Kubernetes 1.35, KEP-5504) and it grants no tenure whose token"
               + " might not be above every earlier one",
@@ -356,9 +353,7 @@ final class LeaseObjectStore implements LeaseStore {
     }
     long recorded = tokenOf(current);
     if (token <= recorded) {
-      throw new LeaseException(
-          LeaseException.Code.PROTOCOL,
-          "Lease " + api.namespace() + "/" + objectName + " has resourceVersion " + token
+      throw new LeaseProtocolException("Lease " + api.namespace() + "/" + objectName + " has resourceVersion " + token
               + ", not above the fencing token " + recorded + " recorded on it (was the"
               + " cluster's etcd restored from a backup?): a new tenure would not get a greater"
               + " token, so none is granted",
@@ -467,9 +462,7 @@ final class LeaseObjectStore implements LeaseStore {
     if (conflicts > CONFLICT_RETRIES) {
       // Still ours, but every write loses a race with someone else's edits: unknown, retry later.
       return CompletableFuture.failedFuture(
-          new LeaseException(
-              LeaseException.Code.UNAVAILABLE,
-              "renewing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
+          new LeaseStoreUnavailableException("renewing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
                   + " times with other writes to the object",
               null));
     }
@@ -559,9 +552,7 @@ final class LeaseObjectStore implements LeaseStore {
     }
     if (conflicts > CONFLICT_RETRIES) {
       return CompletableFuture.failedFuture(
-          new LeaseException(
-              LeaseException.Code.UNAVAILABLE,
-              "releasing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
+          new LeaseStoreUnavailableException("releasing Lease " + api.namespace() + "/" + objectName + " conflicted " + conflicts
                   + " times with other writes to the object",
               null));
     }

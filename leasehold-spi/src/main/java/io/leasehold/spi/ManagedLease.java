@@ -3,6 +3,7 @@ package io.leasehold.spi;
 import io.leasehold.HolderId;
 import io.leasehold.Lease;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
@@ -1160,8 +1161,7 @@ public final class ManagedLease implements Lease {
   }
 
   private static LeaseException noAnswer(String what) {
-    return new LeaseException(
-        LeaseException.Code.PROTOCOL, "the backend answered the " + what + " with nothing", null);
+    return new LeaseProtocolException("the backend answered the " + what + " with nothing", null);
   }
 
   private static LeaseException leaseException(Throwable error, String context) {
@@ -1170,7 +1170,7 @@ public final class ManagedLease implements Lease {
       return new LeaseTimeoutException(context + ": " + cause.getMessage(), cause);
     }
     if (cause instanceof LeaseException le) {
-      return new LeaseException(le.code(), context + ": " + cause.getMessage(), cause);
+      return LeaseException.of(le.code(), context + ": " + cause.getMessage(), cause);
     }
     return new LeaseStoreUnavailableException(context + ": " + cause, cause);
   }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import java.time.Duration;
 import java.util.List;
@@ -106,6 +107,25 @@ class ManagedLeaseTest {
     assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(7));
   }
 
+  /**
+   * The API promises that operations fail with one of LeaseException's subclasses, so callers can
+   * catch the kind they handle. The engine rewrapped a store's failure as a plain LeaseException
+   * with the same code, which no {@code catch (LeaseStoreUnavailableException e)} catches.
+   */
+  @Test
+  void aStoreFailureReachesTheCallerAsTheSameSubclass() {
+    ManagedLease lease = lease(settings().build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    store.acquires.get(0).reply().completeExceptionally(
+        new java.util.concurrent.CompletionException(new LeaseStoreUnavailableException("connection refused", null)));
+
+    assertThatThrownBy(acquired::join)
+        .cause()
+        .isInstanceOf(LeaseStoreUnavailableException.class)
+        .hasMessageContaining("connection refused");
+  }
+
   @Test
   void aSlowRenewalExtendsFromWhenItWasSentNotWhenItsReplyCame() {
     ManagedLease lease = held(1);
@@ -175,7 +195,7 @@ class ManagedLeaseTest {
         store
             .lastRenewal()
             .reply()
-            .completeExceptionally(new LeaseException(LeaseException.Code.UNAVAILABLE, "connection refused", null));
+            .completeExceptionally(new LeaseStoreUnavailableException("connection refused", null));
         failures++;
       }
       advance(Duration.ofMillis(100));

@@ -11,6 +11,8 @@ import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseState;
+import io.leasehold.LeaseProtocolException;
+import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import io.leasehold.Subscription;
 import io.leasehold.Ticker;
@@ -192,7 +194,7 @@ public abstract class LeaseContractSuite {
 
     Throwable failure = failureOf(a.acquire());
 
-    assertThat(failure).isInstanceOf(LeaseException.class);
+    assertIsALeaseFailure(failure);
     assertThat(failure.getMessage()).contains(a.name());
     assertNotHeld(a);
     process.heal();
@@ -288,9 +290,7 @@ public abstract class LeaseContractSuite {
     keepAcquiring(b, () -> {});
     long tokenOfB = b.fencingToken().orElseThrow();
     assertThat(tokenOfB).isGreaterThan(tokenOfA);
-    assertThat(failureOf(lateRelease))
-        .as("a release the store never confirmed")
-        .isInstanceOf(LeaseException.class);
+    assertIsALeaseFailure(failureOf(lateRelease));
 
     processA.heal(); // whatever owner-a sent now reaches the store, long after its tenure
     time.pass(ttl.dividedBy(2));
@@ -1131,6 +1131,20 @@ public abstract class LeaseContractSuite {
   private <T> T result(CompletableFuture<T> future) {
     time.awaitDone(future, patience());
     return future.join();
+  }
+
+  /**
+   * The API's promise: an operation fails with one of LeaseException's three subclasses, the one
+   * that stands for its code, so that a caller can catch the kind it handles.
+   */
+  private static void assertIsALeaseFailure(Throwable failure) {
+    assertThat(failure).isInstanceOf(LeaseException.class);
+    Class<?> expected = switch (((LeaseException) failure).code()) {
+      case TIMEOUT -> LeaseTimeoutException.class;
+      case UNAVAILABLE -> LeaseStoreUnavailableException.class;
+      case PROTOCOL -> LeaseProtocolException.class;
+    };
+    assertThat(failure).as("the subclass of its code, " + ((LeaseException) failure).code()).isInstanceOf(expected);
   }
 
   private Throwable failureOf(CompletableFuture<?> future) {
