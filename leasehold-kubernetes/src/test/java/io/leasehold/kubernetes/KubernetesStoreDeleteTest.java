@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * An operator deletes the Lease object ({@code kubectl delete lease}), while it is held or
  * after. Fencing tokens must still only grow, and nobody else may get the lease before the holder
- * it was deleted under has stopped (DESIGN, "Revocation and store-side deletes").
+ * it was deleted under has stopped (docs/architecture.md, "store-side deletes").
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class KubernetesStoreDeleteTest {

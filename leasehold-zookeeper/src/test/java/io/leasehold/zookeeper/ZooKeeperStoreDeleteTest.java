@@ -26,8 +26,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * An operator deletes a lease's znodes ({@code delete .../holder}, or {@code deleteall} of the
  * lease node) while it is held or after. Fencing tokens must still only grow, and nobody else may
- * get the lease before the holder it was deleted under has stopped (DESIGN, "Revocation and
- * store-side deletes").
+ * get the lease before the holder it was deleted under has stopped (docs/architecture.md,
+ * "store-side deletes").
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ZooKeeperStoreDeleteTest {
