@@ -42,8 +42,25 @@ final class EtcdCluster implements AutoCloseable {
     this.members = members;
   }
 
-  /** Starts {@code size} members as one new cluster and waits until every one is healthy. */
+  /**
+   * Starts {@code size} members as one new cluster and waits until every one is healthy. A free
+   * port is found by binding port 0 and closing it, so another process (the other test JVM of
+   * this module, or any outgoing connection) may take it before etcd binds it; a member that
+   * exits while starting makes the whole cluster start again on new ports, up to three times.
+   */
   static EtcdCluster start(int size) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return startOnce(size);
+      } catch (org.awaitility.core.TerminalFailureException exited) {
+        if (attempt == 3) {
+          throw exited;
+        }
+      }
+    }
+  }
+
+  private static EtcdCluster startOnce(int size) {
     String binary = binary();
     Path dir = Path.of("target", "etcd", UUID.randomUUID().toString().substring(0, 8)).toAbsolutePath();
     List<Member> members = new ArrayList<>();
