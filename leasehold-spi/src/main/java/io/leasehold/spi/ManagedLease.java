@@ -10,8 +10,6 @@ import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import io.leasehold.Subscription;
 import io.leasehold.Ticker;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,11 +35,13 @@ import org.slf4j.LoggerFactory;
  * {@link LeaseStore} into the whole {@link Lease} contract, and it is where the time-safety rule
  * lives.
  *
- * <p><b>How a tenure ends.</b> Each tenure has one atomic field, its local safe deadline. A
- * renewal moves it forward by compare-and-set; whoever first finds it in the past (the deadline
- * timer, a renewal, or {@link #checkAlive()} itself) swaps it for a sentinel, and only the winner
- * of that swap reports the loss. So {@code checkAlive()} needs no lock and no flag from the renewal
- * thread, a loss is reported exactly once, and a tenure once seen dead never comes back.
+ * <p><b>How a tenure ends.</b> Each tenure ({@link Tenancy}) has one atomic field, its local safe
+ * deadline. A renewal moves it forward by compare-and-set; whoever first finds it in the past (the
+ * deadline timer, a renewal, or {@link #checkAlive()} itself) swaps it for a sentinel, and only the
+ * winner of that swap reports the loss. So {@code checkAlive()} needs no lock and no flag from the
+ * renewal thread, a loss is reported exactly once, and a tenure once seen dead never comes back.
+ * {@code Tenancy} is that rule alone, small enough to check in one sitting; this class is the
+ * rest: acquiring, renewing on a timer, releasing, and telling the handlers.
  *
  * <p><b>Threads.</b> Timers run on the runtime's scheduler, loss handlers on its callback
  * executor, and store replies arrive on whatever thread the backend completes them. The internal
@@ -50,20 +50,6 @@ import org.slf4j.LoggerFactory;
 public final class ManagedLease implements Lease {
 
   private static final Logger log = LoggerFactory.getLogger(ManagedLease.class);
-
-  /** Deadline value of a tenure that is over. No real ticker reading is ever exactly this. */
-  private static final long ENDED = Long.MIN_VALUE;
-
-  private static final VarHandle DEADLINE;
-
-  static {
-    try {
-      DEADLINE =
-          MethodHandles.lookup().findVarHandle(Tenancy.class, "deadline", long.class);
-    } catch (ReflectiveOperationException e) {
-      throw new ExceptionInInitializerError(e);
-    }
-  }
 
   private final LeaseSettings settings;
   private final HolderId holder;
@@ -153,17 +139,17 @@ public final class ManagedLease implements Lease {
 
   @Override
   public boolean checkAlive() {
-    return alive(current);
+    return current.alive();
   }
 
   @Override
   public Duration remaining() {
     Tenancy t = current;
-    if (!alive(t)) {
+    if (!t.alive()) {
       return Duration.ZERO;
     }
-    long d = t.deadline;
-    long left = d == ENDED ? 0 : d - ticker.read();
+    long d = t.deadline();
+    long left = d == Tenancy.ENDED ? 0 : d - ticker.read();
     return left > 0 ? Duration.ofNanos(left) : Duration.ZERO;
   }
 
@@ -175,75 +161,9 @@ public final class ManagedLease implements Lease {
   @Override
   public OptionalLong fencingToken() {
     Tenancy t = current;
-    return alive(t) ? OptionalLong.of(t.tenure.token()) : OptionalLong.empty();
+    return t.alive() ? OptionalLong.of(t.tenure.token()) : OptionalLong.empty();
   }
 
-  /**
-   * Whether {@code t} is live now. If its deadline has passed, ends it and reports the loss; a
-   * {@code false} answer is therefore final for that tenure.
-   */
-  private boolean alive(Tenancy t) {
-    for (; ; ) {
-      long d = t.deadline;
-      if (d == ENDED) {
-        return false;
-      }
-      if (d - ticker.read() > 0) {
-        return true;
-      }
-      if (DEADLINE.compareAndSet(t, d, ENDED)) {
-        lost(t, expiredReason(t));
-        return false;
-      }
-    }
-  }
-
-  /** Moves {@code t}'s deadline to {@code newDeadline} unless it is over or already past. */
-  private boolean extend(Tenancy t, long newDeadline) {
-    for (; ; ) {
-      long d = t.deadline;
-      if (d == ENDED || !alive(t)) {
-        return false;
-      }
-      long next = newDeadline - d > 0 ? newDeadline : d;
-      if (DEADLINE.compareAndSet(t, d, next == ENDED ? next - 1 : next)) {
-        return true;
-      }
-    }
-  }
-
-  /** Ends {@code t} because the store said so; reports the loss if {@code t} was still live. */
-  private void endByStore(Tenancy t, LeaseLost reason) {
-    for (; ; ) {
-      long d = t.deadline;
-      if (d == ENDED) {
-        return;
-      }
-      if (DEADLINE.compareAndSet(t, d, ENDED)) {
-        lost(t, reason);
-        return;
-      }
-    }
-  }
-
-  /**
-   * Ends a live {@code t} on the holder's own request.
-   *
-   * @return the deadline it had, or {@link #ENDED} if it was not live (a passed deadline is
-   *     reported as a loss, never swallowed by the release)
-   */
-  private long endVoluntarily(Tenancy t) {
-    for (; ; ) {
-      long d = t.deadline;
-      if (d == ENDED || !alive(t)) {
-        return ENDED;
-      }
-      if (DEADLINE.compareAndSet(t, d, ENDED)) {
-        t.lossHandled.complete(null);
-        return d;
-      }
-    }
-  }
 
   // ---------------------------------------------------------------------------------------------
   // Acquire.
@@ -281,7 +201,7 @@ public final class ManagedLease implements Lease {
       Tenancy t = current;
       if (releasing != null) {
         waitFor = releasing;
-      } else if (alive(t)) {
+      } else if (t.alive()) {
         held = t;
       } else if (!t.lossHandled.isDone() && t.notifying != Thread.currentThread()) {
         // A new tenure starts only after the handlers of the last loss ran, so that no handler
@@ -484,7 +404,7 @@ public final class ManagedLease implements Lease {
               + millis(now - sent) + " after sending, past the safe window of "
               + millis(windowNanos), null);
     }
-    Tenancy t = new Tenancy(tenure, deadline == ENDED ? deadline - 1 : deadline);
+    Tenancy t = new Tenancy(tenure, deadline, ticker, this::lost);
     boolean answeredByClose;
     synchronized (lock) {
       answeredByClose = closed || acquiring != result;
@@ -550,8 +470,8 @@ public final class ManagedLease implements Lease {
       result = t.renewal = new CompletableFuture<>();
     }
     long sent = ticker.read();
-    long d = t.deadline;
-    if (d == ENDED || !alive(t)) {
+    long d = t.deadline();
+    if (d == Tenancy.ENDED || !t.alive()) {
       settleRenewal(t, result, false, null);
       return result.copy();
     }
@@ -575,12 +495,12 @@ public final class ManagedLease implements Lease {
   private void onRenewal(
       Tenancy t, CompletableFuture<Boolean> result, long sent, RenewResult answer, Throwable error) {
     if (answer instanceof RenewResult.Renewed renewed) {
-      boolean extended = extend(t, earlier(sent, renewed.validFromNanos()) + windowNanos);
+      boolean extended = t.extendTo(earlier(sent, renewed.validFromNanos()) + windowNanos);
       int recovered;
       synchronized (lock) {
         recovered = t.failures.count();
-        t.failures = RenewalFailures.NONE;
-        if (extended && t.deadline != ENDED) {
+        t.failures = Tenancy.RenewalFailures.NONE;
+        if (extended && !t.isOver()) {
           t.renewTimer = timers.schedule(() -> renewDue(t), sent + heartbeatNanos - ticker.read());
         }
       }
@@ -594,7 +514,7 @@ public final class ManagedLease implements Lease {
       settleRenewal(t, result, extended, null);
       tellRenewed(sent);
     } else if (answer instanceof RenewResult.Lost gone) {
-      endByStore(t, gone.reason());
+      t.endByStore(gone.reason());
       settleRenewal(t, result, false, null);
     } else {
       Throwable cause = error != null ? error : noAnswer("renewal");
@@ -605,12 +525,12 @@ public final class ManagedLease implements Lease {
       int failures;
       synchronized (lock) {
         failures = t.failures.count() + 1;
-        t.failures = new RenewalFailures(failures, unwrap(cause).getMessage());
-        if (t.deadline != ENDED) {
+        t.failures = new Tenancy.RenewalFailures(failures, unwrap(cause).getMessage());
+        if (!t.isOver()) {
           t.renewTimer = timers.schedule(() -> renewDue(t), retryNanos);
         }
       }
-      if (failures == 1 && t.deadline != ENDED) {
+      if (failures == 1 && !t.isOver()) {
         log.warn(
             "Renewal of lease '{}' held as {} (token {}) failed: {}; retrying every {} until the"
                 + " safe deadline in {}",
@@ -619,7 +539,7 @@ public final class ManagedLease implements Lease {
             t.tenure.token(),
             unwrap(cause).getMessage(),
             millis(retryNanos),
-            millis(Math.max(0, t.deadline - ticker.read())));
+            millis(Math.max(0, t.deadline() - ticker.read())));
       }
       settleRenewal(t, result, null, failure);
       tellRenewalFailed(sent, unwrap(cause));
@@ -695,13 +615,13 @@ public final class ManagedLease implements Lease {
   }
 
   private void deadlineDue(Tenancy t) {
-    long d = t.deadline;
-    if (d == ENDED || !alive(t)) {
+    long d = t.deadline();
+    if (d == Tenancy.ENDED || !t.alive()) {
       return;
     }
     synchronized (lock) {
-      if (t.deadline != ENDED) {
-        t.deadlineTimer = timers.schedule(() -> deadlineDue(t), t.deadline - ticker.read());
+      if (!t.isOver()) {
+        t.deadlineTimer = timers.schedule(() -> deadlineDue(t), t.deadline() - ticker.read());
       }
     }
   }
@@ -751,16 +671,6 @@ public final class ManagedLease implements Lease {
     }
   }
 
-  private static LeaseLost expiredReason(Tenancy t) {
-    RenewalFailures failures = t.failures; // one read: count and message belong together
-    String detail =
-        "the local safe deadline passed without a successful renewal"
-            + (failures.count() > 0
-                ? " (" + failures.count() + " failed attempt(s); the last: " + failures.last() + ")"
-                : " (the renewal did not run in time: was the process paused or starved?)");
-    return new LeaseLost(LeaseLost.Kind.EXPIRED, detail);
-  }
-
   /**
    * For backends whose store pushes events (a watch): reports that the store no longer holds the
    * tenure with this token. Ends that tenure if it is the current one; if its grant has not
@@ -778,7 +688,7 @@ public final class ManagedLease implements Lease {
     }
     Tenancy t = current;
     if (t.tenure != null && t.tenure.token() == token) {
-      endByStore(t, reason);
+      t.endByStore(reason);
     }
   }
 
@@ -800,7 +710,7 @@ public final class ManagedLease implements Lease {
     }
     checkAttached(key, value);
     Tenancy t = current;
-    if (!alive(t)) {
+    if (!t.alive()) {
       return CompletableFuture.failedFuture(notHeld(key, "this object does not hold it"));
     }
     Tenure tenure = t.tenure;
@@ -882,8 +792,8 @@ public final class ManagedLease implements Lease {
         return releasing.copy();
       }
       t = current;
-      deadline = endVoluntarily(t);
-      if (deadline == ENDED) {
+      deadline = t.endVoluntarily();
+      if (deadline == Tenancy.ENDED) {
         return CompletableFuture.completedFuture(null);
       }
       t.cancelTimers();
@@ -1202,54 +1112,8 @@ public final class ManagedLease implements Lease {
   public String toString() {
     Tenancy t = current;
     return "Lease{name='" + settings.name() + "', holder=" + holder
-        + (alive(t) ? ", token=" + t.tenure.token() + ", remaining=" + remaining() : ", not held")
+        + (t.alive() ? ", token=" + t.tenure.token() + ", remaining=" + remaining() : ", not held")
         + '}';
   }
 
-  /** Failed renewals of a tenure and the last failure's message, read and written as one. */
-  private record RenewalFailures(int count, String last) {
-    static final RenewalFailures NONE = new RenewalFailures(0, "");
-  }
-
-  /** One tenure as this holder lives it: the store's {@link Tenure} plus its local deadline. */
-  private static final class Tenancy {
-    static final Tenancy NONE = new Tenancy(null, ENDED);
-
-    final Tenure tenure;
-
-    /** The local safe deadline on the ticker, or {@link #ENDED}; changed only by CAS. */
-    @SuppressWarnings("unused") // accessed through DEADLINE as well
-    volatile long deadline;
-
-    /** Completes once the handlers of this tenure's loss ran, or at once if it ended otherwise. */
-    final CompletableFuture<Void> lossHandled = new CompletableFuture<>();
-
-    // Guarded by ManagedLease.lock.
-    Scheduler.Cancellable renewTimer = Scheduler.Cancellable.NONE;
-    Scheduler.Cancellable deadlineTimer = Scheduler.Cancellable.NONE;
-    CompletableFuture<Boolean> renewal;
-
-    /**
-     * Renewals failed since the last success. Written under ManagedLease.lock; one volatile
-     * record so that a loss found by checkAlive can say why, without the lock and without a torn
-     * read.
-     */
-    volatile RenewalFailures failures = RenewalFailures.NONE;
-
-    /** The callback thread while it runs this tenure's loss handlers. */
-    volatile Thread notifying;
-
-    Tenancy(Tenure tenure, long deadline) {
-      this.tenure = tenure;
-      this.deadline = deadline;
-      if (tenure == null) {
-        lossHandled.complete(null);
-      }
-    }
-
-    void cancelTimers() {
-      renewTimer.cancel();
-      deadlineTimer.cancel();
-    }
-  }
 }
