@@ -3,7 +3,6 @@ package io.leasehold.spi;
 import io.leasehold.HolderId;
 import io.leasehold.Lease;
 import io.leasehold.LeaseException;
-import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
@@ -24,9 +23,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,6 +59,8 @@ public final class ManagedLease implements Lease {
   private final long heartbeatNanos;
   private final long retryNanos;
   private final long timeoutNanos;
+  /** Store calls with a timeout, and their failures mapped to the API's exceptions. */
+  private final StoreCalls calls;
   private final List<Registration> handlers = new CopyOnWriteArrayList<>();
   /** Renewal observers (metrics); an array so the renewal path reads it without allocating. */
   private volatile RenewalListener[] renewalListeners = new RenewalListener[0];
@@ -112,6 +111,7 @@ public final class ManagedLease implements Lease {
     this.heartbeatNanos = settings.heartbeatInterval().toNanos();
     this.retryNanos = settings.retryInterval().toNanos();
     this.timeoutNanos = settings.operationTimeout().toNanos();
+    this.calls = new StoreCalls(timers, settings.name(), timeoutNanos);
   }
 
   @Override
@@ -230,7 +230,7 @@ public final class ManagedLease implements Lease {
                 finishAcquire(
                     result,
                     null,
-                    leaseException(
+                    StoreCalls.leaseException(
                         error, "confirming lease '" + settings.name() + "' as " + holder
                             + " failed; it stays held until its safe deadline unless a renewal"
                             + " succeeds"));
@@ -269,13 +269,13 @@ public final class ManagedLease implements Lease {
     AcquireRequest request =
         new AcquireRequest(
             settings.name(), holder, requestId, settings.ttl(), sent, settings.operationTimeout());
-    withTimeout(
+    calls.withTimeout(
             () -> store.acquire(request),
             timeoutNanos,
             "acquire",
             (answer, error) -> lateAnswer(request, answer))
         .whenComplete(
-            guarded(result, (answer, error) -> onAttempt(result, request, attemptNo, answer, error)));
+            calls.guarded(result, (answer, error) -> onAttempt(result, request, attemptNo, answer, error)));
   }
 
   /**
@@ -337,7 +337,7 @@ public final class ManagedLease implements Lease {
       int attemptNo,
       AcquireResult answer,
       Throwable error) {
-    Throwable failure = error != null || answer != null ? error : noAnswer("acquire");
+    Throwable failure = error != null || answer != null ? error : StoreCalls.noAnswer("acquire");
     if (answer instanceof AcquireResult.Acquired granted) {
       long sent = request.sentAtNanos();
       long deadline = earlier(sent, granted.validFromNanos()) + windowNanos;
@@ -378,7 +378,7 @@ public final class ManagedLease implements Lease {
       finishAcquire(
           result,
           null,
-          leaseException(
+          StoreCalls.leaseException(
               failure,
               "acquire of lease '" + settings.name() + "' as " + holder + " failed after "
                   + (attemptNo + 1) + " attempt(s); outcome unknown"));
@@ -476,7 +476,7 @@ public final class ManagedLease implements Lease {
       return result.copy();
     }
     long timeout = Math.min(timeoutNanos, d - sent);
-    withTimeout(
+    calls.withTimeout(
             () -> confirm ? store.confirm(t.tenure, sent) : store.renew(t.tenure, sent),
             timeout,
             "renewal")
@@ -517,15 +517,15 @@ public final class ManagedLease implements Lease {
       t.endByStore(gone.reason());
       settleRenewal(t, result, false, null);
     } else {
-      Throwable cause = error != null ? error : noAnswer("renewal");
+      Throwable cause = error != null ? error : StoreCalls.noAnswer("renewal");
       LeaseException failure =
-          leaseException(
+          StoreCalls.leaseException(
               cause,
               "renewal of lease '" + settings.name() + "' (token " + t.tenure.token() + ") failed");
       int failures;
       synchronized (lock) {
         failures = t.failures.count() + 1;
-        t.failures = new Tenancy.RenewalFailures(failures, unwrap(cause).getMessage());
+        t.failures = new Tenancy.RenewalFailures(failures, StoreCalls.unwrap(cause).getMessage());
         if (!t.isOver()) {
           t.renewTimer = timers.schedule(() -> renewDue(t), retryNanos);
         }
@@ -537,12 +537,12 @@ public final class ManagedLease implements Lease {
             settings.name(),
             holder,
             t.tenure.token(),
-            unwrap(cause).getMessage(),
+            StoreCalls.unwrap(cause).getMessage(),
             millis(retryNanos),
             millis(Math.max(0, t.deadline() - ticker.read())));
       }
       settleRenewal(t, result, null, failure);
-      tellRenewalFailed(sent, unwrap(cause));
+      tellRenewalFailed(sent, StoreCalls.unwrap(cause));
     }
   }
 
@@ -714,12 +714,12 @@ public final class ManagedLease implements Lease {
       return CompletableFuture.failedFuture(notHeld(key, "this object does not hold it"));
     }
     Tenure tenure = t.tenure;
-    return withTimeout(() -> store.attach(tenure, key, value), "attach of key '" + key + "'")
+    return calls.withTimeout(() -> store.attach(tenure, key, value), "attach of key '" + key + "'")
         .handle(
             (written, error) -> {
               if (error != null) {
                 throw new CompletionException(
-                    leaseException(
+                    StoreCalls.leaseException(
                         error,
                         "attach of key '" + key + "' to lease '" + settings.name() + "' (token "
                             + tenure.token() + ") was not confirmed; if it landed, it ends with"
@@ -805,9 +805,9 @@ public final class ManagedLease implements Lease {
 
   /** Retries until the store confirms or the old deadline passes; after that the TTL takes over. */
   private void releaseAttempt(Tenure tenure, long deadline, CompletableFuture<Void> result) {
-    withTimeout(() -> store.release(tenure), "release")
+    calls.withTimeout(() -> store.release(tenure), "release")
         .whenComplete(
-            guarded(result, (ok, error) -> {
+            calls.guarded(result, (ok, error) -> {
               if (error == null) {
                 log.info(
                     "Released lease '{}' held as {} (token {})",
@@ -819,7 +819,7 @@ public final class ManagedLease implements Lease {
                 timers.schedule(() -> releaseAttempt(tenure, deadline, result), retryNanos);
               } else {
                 LeaseException failure =
-                    leaseException(
+                    StoreCalls.leaseException(
                         error,
                         "release of lease '" + settings.name() + "' (token " + tenure.token()
                             + ") was not confirmed before the safe deadline; the store lets it"
@@ -855,7 +855,7 @@ public final class ManagedLease implements Lease {
         settings.name(),
         holder,
         request.requestId());
-    withTimeout(() -> store.abandon(request), "abandon")
+    calls.withTimeout(() -> store.abandon(request), "abandon")
         .whenComplete(
             (ok, error) -> {
               if (error != null) {
@@ -871,7 +871,7 @@ public final class ManagedLease implements Lease {
 
   /** Best effort, one attempt: ends a tenure we no longer use, conditional on its token. */
   private void releaseQuietly(Tenure tenure) {
-    withTimeout(() -> store.release(tenure), "release")
+    calls.withTimeout(() -> store.release(tenure), "release")
         .whenComplete(
             (ok, error) -> {
               if (error != null) {
@@ -1003,97 +1003,6 @@ public final class ManagedLease implements Lease {
   // ---------------------------------------------------------------------------------------------
   // Helpers.
 
-  private <T> CompletableFuture<T> withTimeout(Supplier<CompletableFuture<T>> call, String what) {
-    return withTimeout(call, timeoutNanos, what, null);
-  }
-
-  private <T> CompletableFuture<T> withTimeout(
-      Supplier<CompletableFuture<T>> call, long timeout, String what) {
-    return withTimeout(call, timeout, what, null);
-  }
-
-  /**
-   * Runs a store call with a timeout on the runtime's clock (virtual in tests). An answer that
-   * comes after the timeout is handed to {@code late}, if given, instead of being dropped.
-   */
-  private <T> CompletableFuture<T> withTimeout(
-      Supplier<CompletableFuture<T>> call,
-      long timeout,
-      String what,
-      BiConsumer<T, Throwable> late) {
-    CompletableFuture<T> result = new CompletableFuture<>();
-    Scheduler.Cancellable timer =
-        timers.schedule(
-            () ->
-                result.completeExceptionally(
-                    new LeaseTimeoutException(
-                        "the store did not answer the " + what + " within " + millis(timeout),
-                        null)),
-            timeout);
-    CompletableFuture<T> pending;
-    try {
-      pending = Objects.requireNonNull(call.get(), "the backend returned no future");
-    } catch (VirtualMachineError fatal) {
-      throw fatal;
-    } catch (Throwable backendBug) {
-      pending = CompletableFuture.failedFuture(backendBug);
-    }
-    pending.whenComplete(
-        (value, error) -> {
-          timer.cancel();
-          boolean inTime =
-              error != null ? result.completeExceptionally(unwrap(error)) : result.complete(value);
-          if (!inTime && late != null) {
-            try {
-              late.accept(value, error);
-            } catch (RuntimeException | Error e) {
-              log.error("Handling a late store answer for lease '{}' failed", settings.name(), e);
-            }
-          }
-        });
-    return result;
-  }
-
-  /**
-   * Runs a reply handler so that nothing it throws is lost in the future chain: a failure answers
-   * {@code result} instead of leaving it pending.
-   */
-  private <T> BiConsumer<T, Throwable> guarded(
-      CompletableFuture<?> result, BiConsumer<T, Throwable> handler) {
-    return (value, error) -> {
-      try {
-        handler.accept(value, error);
-      } catch (RuntimeException | Error e) {
-        log.error("Handling a store reply for lease '{}' failed", settings.name(), e);
-        result.completeExceptionally(e);
-      }
-    };
-  }
-
-  private static LeaseException noAnswer(String what) {
-    return new LeaseProtocolException("the backend answered the " + what + " with nothing", null);
-  }
-
-  private static LeaseException leaseException(Throwable error, String context) {
-    Throwable cause = unwrap(error);
-    if (cause instanceof LeaseTimeoutException) {
-      return new LeaseTimeoutException(context + ": " + cause.getMessage(), cause);
-    }
-    if (cause instanceof LeaseException le) {
-      return LeaseException.of(le.code(), context + ": " + cause.getMessage(), cause);
-    }
-    return new LeaseStoreUnavailableException(context + ": " + cause, cause);
-  }
-
-  private static Throwable unwrap(Throwable error) {
-    Throwable e = error;
-    while ((e instanceof CompletionException || e instanceof ExecutionException)
-        && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
-  }
-
   /** The earlier of two ticker readings (compared by subtraction, as the ticker requires). */
   private static long earlier(long a, long b) {
     return b - a < 0 ? b : a;
@@ -1105,7 +1014,7 @@ public final class ManagedLease implements Lease {
   }
 
   private static String millis(long nanos) {
-    return TimeUnit.NANOSECONDS.toMillis(nanos) + " ms";
+    return StoreCalls.millis(nanos);
   }
 
   @Override
