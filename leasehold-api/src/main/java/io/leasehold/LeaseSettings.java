@@ -58,15 +58,15 @@ public final class LeaseSettings {
   private final Duration safetyMargin;
   private final Duration safeWindow;
 
-  private LeaseSettings(Builder b) {
+  /** Made by {@link Builder#build()} only, with the defaults it computed and checked. */
+  private LeaseSettings(Builder b, Duration safetyMargin, Duration heartbeatInterval) {
     this.name = b.name;
     this.owner = b.owner;
     this.ttl = b.ttl;
     this.maxClockDrift = b.maxClockDrift;
-    this.safetyMargin = b.safetyMargin != null ? b.safetyMargin : b.ttl.dividedBy(10);
+    this.safetyMargin = safetyMargin;
     this.safeWindow = safeWindow(ttl, maxClockDrift, safetyMargin);
-    this.heartbeatInterval =
-        b.heartbeatInterval != null ? b.heartbeatInterval : b.ttl.dividedBy(3);
+    this.heartbeatInterval = heartbeatInterval;
     this.acquireRetries = b.acquireRetries;
     this.retryInterval =
         b.retryInterval != null
@@ -363,6 +363,7 @@ public final class LeaseSettings {
      *     not fit in it
      */
     public LeaseSettings build() {
+      // The two defaults that the checks below depend on, computed once and handed on.
       Duration margin = safetyMargin != null ? safetyMargin : ttl.dividedBy(10);
       Duration window = safeWindow(ttl, maxClockDrift, margin);
       if (window.isNegative() || window.isZero()) {
@@ -380,7 +381,7 @@ public final class LeaseSettings {
                 + "; was " + Format.duration(heartbeat)
                 + (heartbeatInterval == null ? " (the default, ttl / 3)" : ""));
       }
-      return new LeaseSettings(this);
+      return new LeaseSettings(this, margin, heartbeat);
     }
 
     private static Duration inRange(String field, Duration value, Duration min, Duration max) {

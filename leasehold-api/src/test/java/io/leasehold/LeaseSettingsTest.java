@@ -29,6 +29,37 @@ class LeaseSettingsTest {
     assertThat(s.safeWindow()).isEqualTo(Duration.ofMillis(14_850 - 1_500));
   }
 
+  /**
+   * The settings table lives in the README (for users) and in this class's Javadoc (for IDEs):
+   * their defaults must not drift apart.
+   */
+  @Test
+  void theReadmeAndTheJavadocStateTheSameDefaults() throws Exception {
+    java.nio.file.Path module = java.nio.file.Path.of("").toAbsolutePath();
+    String readme = java.nio.file.Files.readString(module.resolveSibling("README.md"));
+    String javadoc = java.nio.file.Files.readString(
+        module.resolve("src/main/java/io/leasehold/LeaseSettings.java"));
+
+    java.util.Map<String, String> inReadme = new java.util.TreeMap<>();
+    java.util.regex.Matcher row = java.util.regex.Pattern
+        .compile("(?m)^\\| `(\\w+)` \\| ([^|]+) \\|").matcher(
+            readme.substring(readme.indexOf("| setting | default |")));
+    while (row.find() && !inReadme.containsKey(row.group(1))) {
+      inReadme.put(row.group(1), row.group(2).trim());
+    }
+    java.util.Map<String, String> inJavadoc = new java.util.TreeMap<>();
+    String table = javadoc.substring(javadoc.indexOf("<table>"), javadoc.indexOf("</table>"))
+        .replaceAll("\\s*\\n\\s*\\*\\s*", " ");
+    java.util.regex.Matcher cell = java.util.regex.Pattern
+        .compile("<tr><td>\\{@link #(\\w+)\\(\\) \\w+}</td><td>([^<]+)</td>").matcher(table);
+    while (cell.find()) {
+      inJavadoc.put(cell.group(1), cell.group(2).trim());
+    }
+
+    assertThat(inJavadoc).as("the Javadoc's table").hasSize(9);
+    assertThat(inReadme).as("the README's table, against the Javadoc's").isEqualTo(inJavadoc);
+  }
+
   @Test
   void derivedDefaultsScaleDownWithAShortTtl() {
     LeaseSettings s = LeaseSettings.builder("n", "o").ttl(Duration.ofSeconds(1)).build();
