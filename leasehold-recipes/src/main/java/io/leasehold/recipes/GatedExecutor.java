@@ -15,7 +15,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,14 +48,21 @@ public final class GatedExecutor implements Executor, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(GatedExecutor.class);
 
-  private static final int NEW = 0;
-  private static final int STARTING = 1;
-  private static final int SERVING = 2;
-  private static final int STOPPED = 3;
+  /**
+   * The executor's life: {@code NEW} → {@code STARTING} (start() acquires the lease) → {@code
+   * SERVING} (held: steps run) → {@code STOPPED} (the lease was lost, or close()). A failed start
+   * goes back to {@code NEW}; {@code STOPPED} is final.
+   */
+  private enum State {
+    NEW,
+    STARTING,
+    SERVING,
+    STOPPED
+  }
 
   private final Lease lease;
   private final Executor executor;
-  private final AtomicInteger state = new AtomicInteger(NEW);
+  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
   private final Set<Step<?>> pending = ConcurrentHashMap.newKeySet();
   private final Set<Step<?>> running = ConcurrentHashMap.newKeySet();
   private final Subscription subscription;
@@ -84,36 +91,36 @@ public final class GatedExecutor implements Executor, AutoCloseable {
    * @throws IllegalStateException if already started or stopped
    */
   public CompletableFuture<Boolean> start() {
-    if (!state.compareAndSet(NEW, STARTING)) {
+    if (!state.compareAndSet(State.NEW, State.STARTING)) {
       throw new IllegalStateException(
           "the gated executor of lease '" + lease.name() + "' was already "
-              + (state.get() == STOPPED ? "stopped" : "started"));
+              + (state.get() == State.STOPPED ? "stopped" : "started"));
     }
     return lease
         .acquire()
         .thenApply(
             won -> {
-              if (won && lease.checkAlive() && state.compareAndSet(STARTING, SERVING)) {
+              if (won && lease.checkAlive() && state.compareAndSet(State.STARTING, State.SERVING)) {
                 log.info(
                     "Serving under lease '{}' (token {})",
                     lease.name(),
                     lease.fencingToken().orElse(-1));
                 return true;
               }
-              state.compareAndSet(STARTING, NEW);
+              state.compareAndSet(State.STARTING, State.NEW);
               return false;
             })
         .whenComplete(
             (won, error) -> {
               if (error != null) {
-                state.compareAndSet(STARTING, NEW);
+                state.compareAndSet(State.STARTING, State.NEW);
               }
             });
   }
 
   /** {@return whether steps are served: started, and the lease is held (by local knowledge)} */
   public boolean isServing() {
-    return state.get() == SERVING && lease.checkAlive();
+    return state.get() == State.SERVING && lease.checkAlive();
   }
 
   /**
@@ -127,12 +134,12 @@ public final class GatedExecutor implements Executor, AutoCloseable {
   public <T> CompletableFuture<T> submit(GatedStep<T> step) {
     Objects.requireNonNull(step, "step");
     Step<T> s = new Step<>(step);
-    if (state.get() != SERVING) {
+    if (state.get() != State.SERVING) {
       s.reject(refusal());
       return s.result;
     }
     pending.add(s);
-    if (state.get() != SERVING) {
+    if (state.get() != State.SERVING) {
       // Stopped between the check and the add; the stop may not have seen this step.
       s.reject(refusal());
     } else {
@@ -155,7 +162,7 @@ public final class GatedExecutor implements Executor, AutoCloseable {
   @Override
   public void execute(Runnable command) {
     Objects.requireNonNull(command, "command");
-    if (state.get() != SERVING) {
+    if (state.get() != State.SERVING) {
       throw refusal();
     }
     submit(token -> {
@@ -185,7 +192,7 @@ public final class GatedExecutor implements Executor, AutoCloseable {
       if (stopReason == null) {
         stopReason = reason;
       }
-      state.set(STOPPED);
+      state.set(State.STOPPED);
     }
     for (Step<?> s : pending) {
       s.reject(stopReason);
@@ -247,14 +254,15 @@ public final class GatedExecutor implements Executor, AutoCloseable {
   private final class Step<T> implements Runnable {
     private final GatedStep<T> step;
     final CompletableFuture<T> result = new CompletableFuture<>();
-    private final AtomicInteger claim = new AtomicInteger(); // 0 pending, 1 claimed
+    /** Set once, by whichever comes first: running the step or rejecting it. */
+    private final AtomicBoolean claimed = new AtomicBoolean();
 
     Step(GatedStep<T> step) {
       this.step = step;
     }
 
     void reject(RejectedExecutionException reason) {
-      if (claim.compareAndSet(0, 1)) {
+      if (claimed.compareAndSet(false, true)) {
         pending.remove(this);
         result.completeExceptionally(reason);
       }
@@ -262,13 +270,13 @@ public final class GatedExecutor implements Executor, AutoCloseable {
 
     @Override
     public void run() {
-      if (!claim.compareAndSet(0, 1)) {
+      if (!claimed.compareAndSet(false, true)) {
         return; // rejected before its turn
       }
       pending.remove(this);
       // The gate: checked on the thread that runs the step, right before it runs.
       OptionalLong token = lease.fencingToken();
-      if (state.get() != SERVING || token.isEmpty()) {
+      if (state.get() != State.SERVING || token.isEmpty()) {
         result.completeExceptionally(
             stopReason != null
                 ? stopReason
