@@ -45,9 +45,15 @@ final class Sessions implements AutoCloseable {
 
   /** One session: the TTL its keys live for after the last keep-alive the leader confirmed. */
   static final class Session {
+    /** {@link #id} before a grant was asked for, and again after one failed. */
+    static final long NOT_GRANTED = 0;
+    /** {@link #id} while a grant is in flight. */
+    static final long GRANTING = -1;
+
     final long ttlMillis;
     final long intervalNanos;
-    volatile long id;
+    /** The core's session id once granted (always above 0), else {@code NOT_GRANTED} or {@code GRANTING}. */
+    volatile long id = NOT_GRANTED;
     /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
     volatile long confirmedSentAt;
     volatile boolean ended;
@@ -63,6 +69,11 @@ final class Sessions implements AutoCloseable {
     Session(long ttlMillis) {
       this.ttlMillis = ttlMillis;
       this.intervalNanos = ttlMillis * 1_000_000L / 4;
+    }
+
+    /** {@return whether the core granted this session (it may have ended since)} */
+    boolean isGranted() {
+      return id > 0;
     }
 
     /** {@return whether a confirmation sent at or after {@code sinceNanos} is known} */
@@ -125,7 +136,7 @@ final class Sessions implements AutoCloseable {
         byTtl.compute(
             ttlMillis,
             (k, existing) -> existing != null && !existing.ended && !existing.retired ? existing : new Session(k));
-    if (s.id == 0 && !s.granted.isDone()) {
+    if (s.id == Session.NOT_GRANTED && !s.granted.isDone()) {
       grant(s);
     }
     return s.granted;
@@ -165,10 +176,10 @@ final class Sessions implements AutoCloseable {
 
   private void grant(Session s) {
     synchronized (s) {
-      if (s.id != 0 || s.granted.isDone() || s.id == -1) {
-        return;
+      if (s.id != Session.NOT_GRANTED || s.granted.isDone()) {
+        return; // granted, or being granted
       }
-      s.id = -1; // granting
+      s.id = Session.GRANTING;
     }
     long sentAt = ticker.read();
     GrantRequest request =
@@ -179,7 +190,7 @@ final class Sessions implements AutoCloseable {
             (response, error) -> {
               if (error != null) {
                 synchronized (s) {
-                  s.id = 0; // the next acquire grants again
+                  s.id = Session.NOT_GRANTED; // the next acquire grants again
                 }
                 byTtl.remove(s.ttlMillis, s);
                 s.granted.completeExceptionally(error);
@@ -232,7 +243,7 @@ final class Sessions implements AutoCloseable {
     long interval = Long.MAX_VALUE;
     for (Session s : byTtl.values()) {
       interval = Math.min(interval, s.intervalNanos);
-      if (s.id > 0 && !s.ended) {
+      if (s.isGranted() && !s.ended) {
         ids.add(s.id);
       }
     }
@@ -363,7 +374,7 @@ final class Sessions implements AutoCloseable {
   List<Long> liveIds() {
     List<Long> ids = new ArrayList<>();
     for (Session s : all()) {
-      if (s.id > 0 && !s.ended) {
+      if (s.isGranted() && !s.ended) {
         ids.add(s.id);
       }
     }
@@ -389,7 +400,7 @@ final class Sessions implements AutoCloseable {
   void revokeAll(Duration atMost) {
     List<CompletableFuture<RevokeResponse>> revokes = new ArrayList<>();
     for (Session s : all()) {
-      if (s.id > 0 && !s.ended) {
+      if (s.isGranted() && !s.ended) {
         // holder_closing: the core deletes the keys at once (an operator's revoke would let the
         // session expire first, so that its holders stop before anyone else gets their leases).
         RevokeRequest revoke =
