@@ -155,7 +155,7 @@ final class LeaseApi {
         log.error(
             "The API server refused to {} Lease {}/{} (HTTP {}): the service account needs get,"
                 + " create and update on leases.coordination.k8s.io in namespace {}; see"
-                + " docs/kubernetes-rbac.yaml. Server said: {}",
+                + " deploy/kubernetes/app-rbac/leasehold-leases.yaml. Server said: {}",
             what, namespace, name, code, namespace, response.body());
         throw new LeaseStoreUnavailableException(
             "the API server refused to " + what + " Lease " + namespace + "/" + name + " (HTTP "
