@@ -1,39 +1,32 @@
 package io.leasehold.cli;
 
 import io.leasehold.Lease;
-import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
+import io.leasehold.recipes.LeaderContext;
+import io.leasehold.recipes.LeaderElection;
+import io.leasehold.recipes.LeaderWork;
 import java.time.Duration;
-import java.util.OptionalLong;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
  * One contender of the demo: a simulated process with its own connection to the store, running
- * the singleton pattern of docs/recipes.md (LeaderElection) on its worker thread. It loops on {@code acquire()} with
- * backoff and jitter; while it holds the lease it does the leader-only work, a write to the
- * {@link FencedRegister} every {@code ttl / 8}, each guarded by {@code checkAlive()} and carrying
- * the tenure's fencing token; its {@code onLost} handler stops that work at once; on shutdown it
- * releases.
+ * the singleton recipe a user would ({@link LeaderElection}, docs/recipes.md). The election
+ * contends with backoff and jitter and, observing the lease, at once when it frees; while this
+ * process leads, its {@link LeaderWork} writes to the {@link FencedRegister} every {@code
+ * workInterval}, each write guarded by {@link LeaderContext#isLeader()} and carrying the term's
+ * fencing token; when the lease is lost the election interrupts the work; on shutdown closing the
+ * election releases the lease.
  *
  * <p>The fault script can pause, cut off and crash the process. A pause freezes all of it, the
- * worker included, as a stop-the-world garbage collection would.
+ * work included, as a stop-the-world garbage collection would.
  */
 final class Contender {
-
-  private enum Mode {
-    STARTING,
-    STANDBY,
-    UNSURE,
-    LEADING
-  }
 
   /** A freeze of the whole process that the fault script asked for. */
   private static final class Stall {
@@ -44,20 +37,18 @@ final class Contender {
   private final String name;
   private final MemoryBackend process;
   private final Lease lease;
+  private final LeaderElection election;
   private final FencedRegister register;
   private final Timeline timeline;
   private final History history;
-  private final Random random;
   private final long workNanos;
-  private final long minBackoffNanos;
-  private final long maxBackoffNanos;
-  private final long waitNanos;
-  private final Thread worker;
   /** Makes a crash and a write mutually exclusive: a crashed process writes nothing more. */
   private final Object writeLock = new Object();
   private final AtomicReference<Stall> requestedStall = new AtomicReference<>();
   private final AtomicReference<Stall> activeStall = new AtomicReference<>();
   private volatile TenureRecord current;
+  /** The thread running the current term's work, so that a thaw can wake it. */
+  private volatile Thread worker;
   private volatile boolean stopping;
   private volatile boolean crashed;
 
@@ -82,15 +73,17 @@ final class Contender {
     this.register = register;
     this.timeline = timeline;
     this.history = history;
-    this.random = new Random(seed);
     this.workNanos = workInterval.toNanos();
-    this.minBackoffNanos = settings.ttl().toNanos() / 16;
-    this.maxBackoffNanos = settings.ttl().toNanos() / 4;
-    this.waitNanos = settings.ttl().toNanos() * 2;
-    this.worker = new Thread(this::run, "demo-" + name);
-    this.worker.setDaemon(true);
     this.lease = process.newLease(settings);
     this.lease.onLost(this::lost);
+    Duration ttl = settings.ttl();
+    this.election =
+        LeaderElection.builder(lease, this::lead)
+            .observing(process)
+            .backoff(ttl.dividedBy(16), ttl.dividedBy(4))
+            .random(new Random(seed))
+            .stopTimeout(ttl)
+            .build();
   }
 
   String name() {
@@ -98,7 +91,8 @@ final class Contender {
   }
 
   void start() {
-    worker.start();
+    timeline.event(name, "contending", "for '" + lease.name() + "'");
+    election.start();
   }
 
   /** {@return whether this contender holds the lease, as far as it knows} */
@@ -108,51 +102,22 @@ final class Contender {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // The singleton loop.
+  // The leader's work: one term.
 
-  private void run() {
-    Mode mode = Mode.STARTING;
-    int attempt = 0;
-    while (!stopping && !crashed) {
-      try {
-        if (lease.acquire().get(waitNanos, TimeUnit.NANOSECONDS)) {
-          lead();
-          mode = Mode.LEADING;
-          attempt = 0;
-          continue;
-        }
-        if (mode != Mode.STANDBY) {
-          timeline.event(
-              name, "standby", "'" + lease.name() + "' is held elsewhere; retrying with backoff");
-        }
-        mode = Mode.STANDBY;
-      } catch (ExecutionException | TimeoutException e) {
-        if (mode != Mode.UNSURE && !crashed) {
-          timeline.event(name, "unsure", "acquire outcome unknown (" + why(e) + "); retrying");
-        }
-        mode = Mode.UNSURE;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-      Waiting.until(System.nanoTime() + backoffNanos(attempt++), () -> stopping || crashed);
-    }
-  }
-
-  /** Does the leader-only work for as long as the tenure just acquired lasts. */
-  private void lead() {
+  private void lead(LeaderContext term) {
+    worker = Thread.currentThread();
     long start = System.nanoTime();
-    OptionalLong fencing = lease.fencingToken();
-    if (fencing.isEmpty()) {
-      return; // lost in the instant after acquiring; the loss handler says so
-    }
-    TenureRecord tenure = history.begin(name, fencing.getAsLong(), start);
+    TenureRecord tenure = history.begin(name, term.fencingToken(), start);
     tenure.safeUntil(start + lease.remaining().toNanos());
     current = tenure;
     timeline.event(name, "acquired", "'" + lease.name() + "'  token " + tenure.token());
-    while (!stopping && !crashed) {
+    while (!crashed) {
       long now = System.nanoTime();
-      if (!lease.checkAlive()) {
+      if (stopping) {
+        tenure.end(now, "released"); // closing the election releases, once this returns
+        return;
+      }
+      if (!term.isLeader()) {
         tenure.end(now, "expired");
         timeline.event(
             name, "stopped", "leader work: checkAlive() is false for token " + tenure.token());
@@ -163,10 +128,9 @@ final class Contender {
       if (!write(tenure)) {
         return;
       }
-      Waiting.until(System.nanoTime() + workNanos, () -> stopping || crashed || tenure.ended());
-    }
-    if (!crashed) {
-      release(tenure);
+      Waiting.until(
+          System.nanoTime() + workNanos,
+          () -> stopping || crashed || tenure.ended() || Thread.currentThread().isInterrupted());
     }
   }
 
@@ -190,7 +154,7 @@ final class Contender {
     }
   }
 
-  /** The onLost handler: runs on the backend's callback thread and stops the work at once. */
+  /** An onLost handler beside the election's: it tells the timeline. */
   private void lost(LeaseLost reason) {
     long now = System.nanoTime();
     TenureRecord t = current;
@@ -202,43 +166,7 @@ final class Contender {
         "lost",
         "'" + lease.name() + "'  token " + (t != null ? t.token() : "?") + "  " + reason.kind()
             + ": " + reason.detail());
-    LockSupport.unpark(worker);
-  }
-
-  private void release(TenureRecord tenure) {
-    if (!tenure.end(System.nanoTime(), "released")) {
-      return;
-    }
-    try {
-      lease.release().get(waitNanos, TimeUnit.NANOSECONDS);
-      timeline.event(name, "released", "'" + lease.name() + "'  token " + tenure.token());
-    } catch (ExecutionException | TimeoutException e) {
-      timeline.event(
-          name,
-          "released",
-          "'" + lease.name() + "'  token " + tenure.token() + " without the store's confirmation ("
-              + why(e) + "); the store lets it expire");
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
-  private long backoffNanos(int attempt) {
-    long base = Math.min(maxBackoffNanos, minBackoffNanos << Math.min(attempt, 8));
-    return (long) (base * (0.5 + random.nextDouble()));
-  }
-
-  /** A short reason for the timeline; the engine's log has the full story. */
-  private static String why(Exception e) {
-    Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-    if (cause instanceof TimeoutException
-        || (cause instanceof LeaseException le && le.code() == LeaseException.Code.TIMEOUT)) {
-      return "the store did not answer in time";
-    }
-    if (cause instanceof LeaseException le && le.code() == LeaseException.Code.UNAVAILABLE) {
-      return "the store is unreachable";
-    }
-    return String.valueOf(cause);
+    unparkWorker();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -269,7 +197,7 @@ final class Contender {
     if (stall != null) {
       process.resume();
       stall.thawed = true;
-      LockSupport.unpark(worker);
+      unparkWorker();
     }
   }
 
@@ -283,6 +211,7 @@ final class Contender {
     stall.frozen.countDown();
     while (!stall.thawed && !stopping) {
       LockSupport.park(this);
+      Thread.interrupted(); // frozen means frozen; after the thaw, isLeader() tells what changed
     }
     thaw(); // only if the run ended during the stall: the process must run to stop
   }
@@ -306,22 +235,39 @@ final class Contender {
     if (t != null) {
       t.end(System.nanoTime(), "crashed");
     }
-    LockSupport.unpark(worker);
+    unparkWorker();
+  }
+
+  private void unparkWorker() {
+    Thread w = worker;
+    if (w != null) {
+      LockSupport.unpark(w);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
   // Shutdown.
 
-  /** Asks the worker to stop; the leader releases the lease on its way out. */
+  /** Asks the work to stop: a leader ends its tenure; {@link #close} then releases the lease. */
   void stop() {
     stopping = true;
     thaw();
-    LockSupport.unpark(worker);
+    unparkWorker();
   }
 
-  /** Waits for the worker to finish, then closes the process's connection and threads. */
-  void close(Duration maxWait) throws InterruptedException {
-    worker.join(Math.max(1, maxWait.toMillis()));
+  /**
+   * Closes the election (it interrupts the work, waits for it, then releases the lease), then the
+   * process's connection and threads. A crashed process releases nothing: its lease objects are
+   * dead, and the store's TTL cleans up.
+   */
+  void close(Duration maxWait) {
+    TenureRecord t = current;
+    if (!crashed) {
+      election.close();
+      if (t != null && "released".equals(t.endedBy())) {
+        timeline.event(name, "released", "'" + lease.name() + "'  token " + t.token());
+      }
+    }
     process.close();
   }
 }

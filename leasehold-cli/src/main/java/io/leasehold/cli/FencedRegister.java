@@ -1,8 +1,10 @@
 package io.leasehold.cli;
 
+import io.leasehold.recipes.FencingGuard;
+
 /**
  * The demo's protected resource: a register that only the leader should write, and that defends
- * itself with fencing tokens (docs/recipes.md, FencingGuard). It remembers the highest token it has seen and accepts a
+ * itself with fencing tokens: the {@link FencingGuard} a user would put in front of a resource. It remembers the highest token it has seen and accepts a
  * write only if the write's token is at least that high, so a holder that woke up from a pause
  * after another holder began cannot overwrite the newer holder's work, even if its write got past
  * its own {@code checkAlive()}. Thread-safe.
@@ -17,21 +19,23 @@ final class FencedRegister {
    */
   record Outcome(boolean accepted, long highestToken) {}
 
-  private long highestToken = Long.MIN_VALUE;
+  private final FencingGuard fence = new FencingGuard();
   private String value;
   private long accepted;
   private long rejected;
 
-  /** Writes {@code newValue} unless {@code token} is below the highest token seen so far. */
+  /**
+   * Writes {@code newValue} unless {@code token} is below the highest token seen so far. The
+   * guard's check and the write happen under one lock, as FencingGuard's Javadoc asks.
+   */
   synchronized Outcome write(long token, String newValue) {
-    if (token < highestToken) {
+    if (!fence.tryAccept(token)) {
       rejected++;
-      return new Outcome(false, highestToken);
+      return new Outcome(false, fence.highest().orElseThrow());
     }
-    highestToken = token;
     value = newValue;
     accepted++;
-    return new Outcome(true, highestToken);
+    return new Outcome(true, token);
   }
 
   /** {@return the last value accepted, or {@code null} before the first write} */
