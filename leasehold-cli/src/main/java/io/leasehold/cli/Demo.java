@@ -36,19 +36,19 @@ final class Demo {
   int run() throws InterruptedException {
     long origin = System.nanoTime();
     Timeline timeline = new Timeline(out, origin);
-    History history = new History();
+    DemoHistory history = new DemoHistory();
     FencedRegister register = new FencedRegister();
     MemoryLeaseStore store = MemoryLeaseStore.create();
     FaultScript.Plan plan = FaultScript.plan(config.duration(), config.ttl());
 
-    List<Contender> contenders = new ArrayList<>();
+    List<DemoContender> contenders = new ArrayList<>();
     LeaseSettings settings = null;
     for (int i = 1; i <= config.contenders(); i++) {
       String owner = "node-" + i;
       // acquireRetries 0: the contender's own loop retries, with backoff and jitter.
       settings = LeaseSettings.builder(LEASE_NAME, owner).ttl(config.ttl()).acquireRetries(0).build();
       contenders.add(
-          new Contender(
+          new DemoContender(
               owner,
               store.connect(),
               settings,
@@ -63,7 +63,7 @@ final class Demo {
     FaultScript faults = new FaultScript(plan, contenders, timeline, history, config, origin);
     Duration grace = config.ttl().multipliedBy(2);
     try {
-      contenders.forEach(Contender::start);
+      contenders.forEach(DemoContender::start);
       faults.start();
       Waiting.until(origin + config.duration().toNanos(), () -> false);
       timeline.fault(
@@ -71,8 +71,8 @@ final class Demo {
               + ": stopping the contenders; the leader releases");
     } finally {
       faults.stop(grace);
-      contenders.forEach(Contender::stop);
-      for (Contender c : contenders) {
+      contenders.forEach(DemoContender::stop);
+      for (DemoContender c : contenders) {
         c.close(grace);
       }
     }
@@ -108,8 +108,8 @@ final class Demo {
     timeline.line("");
   }
 
-  private int summary(Timeline timeline, History history, FencedRegister register) {
-    History.Verdict verdict = history.verdict();
+  private int summary(Timeline timeline, DemoHistory history, FencedRegister register) {
+    DemoHistory.Verdict verdict = history.verdict();
     List<String> faults = history.faults();
     timeline.line("");
     timeline.line("--- summary ---");

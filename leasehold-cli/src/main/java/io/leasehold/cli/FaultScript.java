@@ -43,22 +43,22 @@ final class FaultScript {
   private static final double[] IDEAL_START = {0.15, 0.45, 0.75};
 
   private final Plan plan;
-  private final List<Contender> contenders;
+  private final List<DemoContender> contenders;
   private final Timeline timeline;
-  private final History history;
+  private final DemoHistory history;
   private final Duration ttl;
   private final Duration length;
   private final long origin;
   private final Thread thread;
   private volatile boolean stopped;
-  private volatile Contender paused;
-  private volatile Contender partitioned;
+  private volatile DemoContender paused;
+  private volatile DemoContender partitioned;
 
   FaultScript(
       Plan plan,
-      List<Contender> contenders,
+      List<DemoContender> contenders,
       Timeline timeline,
-      History history,
+      DemoHistory history,
       DemoConfig config,
       long origin) {
     this.plan = plan;
@@ -107,11 +107,11 @@ final class FaultScript {
     stopped = true;
     LockSupport.unpark(thread);
     thread.join(Math.max(1, maxWait.toMillis()));
-    Contender p = paused;
+    DemoContender p = paused;
     if (p != null) {
       p.thaw();
     }
-    Contender c = partitioned;
+    DemoContender c = partitioned;
     if (c != null) {
       c.heal();
     }
@@ -123,7 +123,7 @@ final class FaultScript {
         if (!Waiting.until(origin + fault.at().toNanos(), () -> stopped)) {
           return;
         }
-        Contender leader = awaitLeader();
+        DemoContender leader = awaitLeader();
         if (leader == null) {
           timeline.fault(fault.kind().label() + " skipped: no contender leads right now");
           continue;
@@ -139,7 +139,7 @@ final class FaultScript {
     }
   }
 
-  private void pause(Contender leader) throws InterruptedException {
+  private void pause(DemoContender leader) throws InterruptedException {
     if (!leader.freezeAfterNextCheck(ttl)) {
       timeline.fault("pause skipped: " + leader.name() + " stopped leading before it froze");
       return;
@@ -161,7 +161,7 @@ final class FaultScript {
     paused = null;
   }
 
-  private void partition(Contender leader) {
+  private void partition(DemoContender leader) {
     leader.cutOff();
     partitioned = leader;
     history.fault("partition " + leader.name());
@@ -179,7 +179,7 @@ final class FaultScript {
     partitioned = null;
   }
 
-  private void crash(Contender leader) {
+  private void crash(DemoContender leader) {
     history.fault("crash " + leader.name());
     timeline.fault(
         "crashing " + leader.name()
@@ -188,11 +188,11 @@ final class FaultScript {
   }
 
   /** The contender that leads now, waiting up to one TTL for one; {@code null} if none. */
-  private Contender awaitLeader() {
+  private DemoContender awaitLeader() {
     long deadline = System.nanoTime() + ttl.toNanos();
     long poll = ttl.toNanos() / 20;
     for (; ; ) {
-      for (Contender c : contenders) {
+      for (DemoContender c : contenders) {
         if (c.isLeading()) {
           return c;
         }

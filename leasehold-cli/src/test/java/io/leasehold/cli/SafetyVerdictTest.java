@@ -12,20 +12,20 @@ class SafetyVerdictTest {
 
   @Test
   void tenuresOneAfterAnotherWithGrowingTokensAreSafe() {
-    History history = new History();
+    DemoHistory history = new DemoHistory();
     history.begin("node-1", 1, 0).end(100, "released");
     history.begin("node-2", 2, 150).end(300, "released");
     history.begin("node-2", 4, 300).end(400, "released");
 
-    History.Verdict verdict = history.verdict();
+    DemoHistory.Verdict verdict = history.verdict();
 
-    assertThat(verdict).isEqualTo(new History.Verdict(0, true, 1));
+    assertThat(verdict).isEqualTo(new DemoHistory.Verdict(0, true, 1));
     assertThat(verdict.safe()).isTrue();
   }
 
   @Test
   void aTenureThatBeginsBeforeAnEarlierOneEndedOverlaps() {
-    History history = new History();
+    DemoHistory history = new DemoHistory();
     history.begin("node-1", 1, 0).end(200, "released");
     history.begin("node-2", 2, 150).end(300, "released");
 
@@ -35,7 +35,7 @@ class SafetyVerdictTest {
 
   @Test
   void aTenureThatNeverEndedOverlapsEveryLaterOne() {
-    History history = new History();
+    DemoHistory history = new DemoHistory();
     history.begin("node-1", 1, 0);
     history.begin("node-2", 2, 1_000).end(2_000, "released");
 
@@ -44,7 +44,7 @@ class SafetyVerdictTest {
 
   @Test
   void aTokenThatDoesNotGrowIsUnsafe() {
-    History history = new History();
+    DemoHistory history = new DemoHistory();
     history.begin("node-1", 5, 0).end(100, "released");
     history.begin("node-2", 5, 200).end(300, "released");
 

@@ -23,7 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A 3-node consistent core in child JVMs whose Raft traffic runs through one {@link Link} per
+ * A 3-node consistent core in child JVMs whose Raft traffic runs through one {@link ProxyLink} per
  * ordered pair of nodes, so that a node can be cut off both ways.
  *
  * <p>Ratis gives every node the same peer list, so a proxy cannot sit "in front of" a node by port
@@ -45,7 +45,7 @@ final class Cluster implements StoreCluster {
   private final String classPath;
   private final int[] ports = new int[SIZE];
   private final Process[] processes = new Process[SIZE];
-  private final List<Link> raftLinks = new ArrayList<>();
+  private final List<ProxyLink> raftLinks = new ArrayList<>();
   private final CoreClient[] direct = new CoreClient[SIZE];
   private final Clocks clocks;
 
@@ -106,7 +106,7 @@ final class Cluster implements StoreCluster {
         for (int j = 0; j < SIZE; j++) {
           hosts.append(i == j ? bindIp(j) : viewIp(i, j)).append(' ').append(id(j)).append('\n');
           if (i != j) {
-            raftLinks.add(Link.open(id(i) + "->" + id(j),
+            raftLinks.add(ProxyLink.open(id(i) + "->" + id(j),
                 new InetSocketAddress(viewIp(i, j), ports[j] + 1), new InetSocketAddress(bindIp(j), ports[j] + 1)));
           }
         }
@@ -181,25 +181,25 @@ final class Cluster implements StoreCluster {
   /** Cuts node {@code j} from the other nodes, both ways. */
   @Override
   public void cutPeers(int j) {
-    for (Link l : raftLinksOf(j)) {
+    for (ProxyLink l : raftLinksOf(j)) {
       l.cut();
     }
   }
 
   @Override
   public void healPeers(int j) {
-    for (Link l : raftLinksOf(j)) {
+    for (ProxyLink l : raftLinksOf(j)) {
       l.heal();
     }
   }
 
   @Override
   public void healAll() {
-    raftLinks.forEach(Link::healAll);
+    raftLinks.forEach(ProxyLink::healAll);
   }
 
-  private List<Link> raftLinksOf(int j) {
-    List<Link> result = new ArrayList<>();
+  private List<ProxyLink> raftLinksOf(int j) {
+    List<ProxyLink> result = new ArrayList<>();
     int k = 0;
     for (int i = 0; i < SIZE; i++) {
       for (int t = 0; t < SIZE; t++) {
@@ -319,7 +319,7 @@ final class Cluster implements StoreCluster {
         direct[j].close();
       }
     }
-    raftLinks.forEach(Link::close);
+    raftLinks.forEach(ProxyLink::close);
   }
 
   /** A port P free with P + 1 on the node's own address and on every address others reach it by. */

@@ -267,9 +267,9 @@ final class Harness implements AutoCloseable {
         Slot s = holderOrAny();
         target = s.current.id;
         start = System.nanoTime();
-        s.links().forEach(Link::cut);
+        s.links().forEach(ProxyLink::cut);
         pause(ttlTimes(1.5, 2.5));
-        s.links().forEach(Link::heal);
+        s.links().forEach(ProxyLink::heal);
       }
       case KILL_CLIENT -> {
         Slot s = holderOrAny();
@@ -295,7 +295,7 @@ final class Harness implements AutoCloseable {
         detail.put("silent", silent ? "yes" : "no");
         start = System.nanoTime();
         if (silent) {
-          s.links().forEach(Link::cut);
+          s.links().forEach(ProxyLink::cut);
         }
         boolean deleted;
         try {
@@ -308,7 +308,7 @@ final class Harness implements AutoCloseable {
         detail.put("deleted", deleted ? "yes" : "no");
         pause(ttlTimes(0.5, 1));
         if (silent) {
-          s.links().forEach(Link::heal);
+          s.links().forEach(ProxyLink::heal);
         }
       }
       case CLOCK_SKEW -> {
@@ -397,7 +397,7 @@ final class Harness implements AutoCloseable {
       }
     }
     for (Slot s : slots) {
-      s.links().forEach(Link::healAll);
+      s.links().forEach(ProxyLink::healAll);
       Children.signal(s.current.process, "CONT");
     }
     waitFor("a leader at the end", Duration.ofSeconds(180), this::leaders);
@@ -455,7 +455,7 @@ final class Harness implements AutoCloseable {
    * of this client (which the client partitions then cut as well); URIs without such a list are
    * used as they are.
    */
-  static String proxied(String id, String uri, List<Link> links) {
+  static String proxied(String id, String uri, List<ProxyLink> links) {
     Matcher m = HOST_LIST.matcher(uri);
     if (!m.matches()) {
       return uri;
@@ -465,7 +465,7 @@ final class Harness implements AutoCloseable {
     for (int i = 0; i < parts.length; i++) {
       List<InetSocketAddress> ep = CoreBackendProvider.endpoints("leasehold://" + parts[i]);
       InetSocketAddress target = new InetSocketAddress(ep.get(0).getHostString(), ep.get(0).getPort());
-      Link l = Link.open(id + "->" + parts[i], new InetSocketAddress("127.0.0.1", 0), target);
+      ProxyLink l = ProxyLink.open(id + "->" + parts[i], new InetSocketAddress("127.0.0.1", 0), target);
       links.add(l);
       out.append(i == 0 ? "" : ",").append("127.0.0.1:").append(l.port());
     }
@@ -479,7 +479,7 @@ final class Harness implements AutoCloseable {
         Children.signal(s.current.process, "CONT");
         Children.kill(s.current.process);
       }
-      s.links().forEach(Link::close);
+      s.links().forEach(ProxyLink::close);
     }
     if (store != null && store != core) {
       store.close();
@@ -510,8 +510,8 @@ final class Harness implements AutoCloseable {
    */
   private final class Slot {
     final int index;
-    final List<Link> coreLinks = new ArrayList<>();
-    final List<Link> storeLinks = new ArrayList<>();
+    final List<ProxyLink> coreLinks = new ArrayList<>();
+    final List<ProxyLink> storeLinks = new ArrayList<>();
     final String leaseUri;
     int incarnations;
     volatile ClientProcess current;
@@ -521,7 +521,7 @@ final class Harness implements AutoCloseable {
       String name = "c" + (index + 1);
       List<Integer> corePorts = new ArrayList<>();
       for (int j = 0; j < Cluster.SIZE; j++) {
-        Link l = Link.open(name + "->" + Cluster.id(j), new InetSocketAddress("127.0.0.1", 0), core.clientAddress(j));
+        ProxyLink l = ProxyLink.open(name + "->" + Cluster.id(j), new InetSocketAddress("127.0.0.1", 0), core.clientAddress(j));
         coreLinks.add(l);
         corePorts.add(l.port());
       }
@@ -530,7 +530,7 @@ final class Harness implements AutoCloseable {
       } else if (store != null) {
         List<Integer> ports = new ArrayList<>();
         for (int j = 0; j < store.size(); j++) {
-          Link l = Link.open(name + "->" + store.name(j), new InetSocketAddress("127.0.0.1", 0), store.clientAddress(j));
+          ProxyLink l = ProxyLink.open(name + "->" + store.name(j), new InetSocketAddress("127.0.0.1", 0), store.clientAddress(j));
           storeLinks.add(l);
           ports.add(l.port());
         }
@@ -540,14 +540,14 @@ final class Harness implements AutoCloseable {
       }
     }
 
-    List<Link> links() {
-      List<Link> all = new ArrayList<>(coreLinks);
+    List<ProxyLink> links() {
+      List<ProxyLink> all = new ArrayList<>(coreLinks);
       all.addAll(storeLinks);
       return all;
     }
 
     /** This client's link to member {@code j} of {@code cl}. */
-    Link linkTo(StoreCluster cl, int j) {
+    ProxyLink linkTo(StoreCluster cl, int j) {
       return cl == core ? coreLinks.get(j) : storeLinks.get(j);
     }
 

@@ -50,7 +50,7 @@ final class ZooKeeperCluster implements StoreCluster {
   private final int[] quorumPorts = new int[SIZE];
   private final int[] electionPorts = new int[SIZE];
   private final Process[] processes = new Process[SIZE];
-  private final List<Link> peerLinks = new ArrayList<>(); // (i, k, quorum), (i, k, election) for i != k
+  private final List<ProxyLink> peerLinks = new ArrayList<>(); // (i, k, quorum), (i, k, election) for i != k
 
   ZooKeeperCluster(Path dir, String classPath, Clocks clocks) {
     this.dir = dir;
@@ -112,9 +112,9 @@ final class ZooKeeperCluster implements StoreCluster {
         for (int k = 0; k < SIZE; k++) {
           hosts.append(i == k ? bindIp(k) : viewIp(i, k)).append(' ').append(host(k)).append('\n');
           if (i != k) {
-            peerLinks.add(Link.open(host(i) + "->" + host(k) + ":quorum",
+            peerLinks.add(ProxyLink.open(host(i) + "->" + host(k) + ":quorum",
                 new InetSocketAddress(viewIp(i, k), quorumPorts[k]), new InetSocketAddress(bindIp(k), quorumPorts[k])));
-            peerLinks.add(Link.open(host(i) + "->" + host(k) + ":election",
+            peerLinks.add(ProxyLink.open(host(i) + "->" + host(k) + ":election",
                 new InetSocketAddress(viewIp(i, k), electionPorts[k]), new InetSocketAddress(bindIp(k), electionPorts[k])));
           }
         }
@@ -220,8 +220,8 @@ final class ZooKeeperCluster implements StoreCluster {
     return true;
   }
 
-  private List<Link> linksOf(int j) {
-    List<Link> result = new ArrayList<>();
+  private List<ProxyLink> linksOf(int j) {
+    List<ProxyLink> result = new ArrayList<>();
     int n = 0;
     for (int i = 0; i < SIZE; i++) {
       for (int k = 0; k < SIZE; k++) {
@@ -239,17 +239,17 @@ final class ZooKeeperCluster implements StoreCluster {
 
   @Override
   public void cutPeers(int j) {
-    linksOf(j).forEach(Link::cut);
+    linksOf(j).forEach(ProxyLink::cut);
   }
 
   @Override
   public void healPeers(int j) {
-    linksOf(j).forEach(Link::heal);
+    linksOf(j).forEach(ProxyLink::heal);
   }
 
   @Override
   public void healAll() {
-    peerLinks.forEach(Link::healAll);
+    peerLinks.forEach(ProxyLink::healAll);
   }
 
   @Override
@@ -329,7 +329,7 @@ final class ZooKeeperCluster implements StoreCluster {
     for (int j = 0; j < SIZE; j++) {
       Children.kill(processes[j]);
     }
-    peerLinks.forEach(Link::close);
+    peerLinks.forEach(ProxyLink::close);
   }
 
   /** The ZooKeeper backend's collision-free znode names (docs/zookeeper.md): [A-Za-z0-9_-] as is, the rest %XX. */

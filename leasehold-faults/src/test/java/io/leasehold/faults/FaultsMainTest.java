@@ -85,14 +85,14 @@ class FaultsMainTest {
 
   @Test
   void backendEndpointsAreRoutedThroughTheClientsLinks() {
-    java.util.List<Link> links = new java.util.ArrayList<>();
+    java.util.List<ProxyLink> links = new java.util.ArrayList<>();
     try {
       String uri = Harness.proxied("c1", "etcd://127.0.0.1:2379,127.0.0.1:2381/", links);
       assertThat(links).hasSize(2);
       assertThat(uri).isEqualTo("etcd://127.0.0.1:" + links.get(0).port() + ",127.0.0.1:" + links.get(1).port() + "/");
       assertThat(Harness.proxied("c1", "kubernetes:?namespace=x", links)).isEqualTo("kubernetes:?namespace=x");
     } finally {
-      links.forEach(Link::close);
+      links.forEach(ProxyLink::close);
     }
   }
 }

@@ -144,8 +144,8 @@ public final class KubernetesBackend implements LeaseBackend {
               + " leaseDurationSeconds in whole seconds; was " + settings.ttl().toMillis() + " ms");
     }
     String objectName = KubernetesLeaseNames.objectName(settings.name());
-    LeaseObjectStore store =
-        new LeaseObjectStore(api, objectName, settings, runtime.ticker(), wallClock, leases);
+    KubernetesLeaseStore store =
+        new KubernetesLeaseStore(api, objectName, settings, runtime.ticker(), wallClock, leases);
     return leases.newLease(settings, store, runtime);
   }
 

@@ -291,7 +291,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     }
     Map<String, String> annotations = lease.getMetadata().getAnnotations();
     long token = 0;
-    String recorded = annotations == null ? null : annotations.get(LeaseObjectStore.TOKEN_ANNOTATION);
+    String recorded = annotations == null ? null : annotations.get(KubernetesLeaseStore.TOKEN_ANNOTATION);
     if (recorded != null) {
       try {
         token = Long.parseLong(recorded);

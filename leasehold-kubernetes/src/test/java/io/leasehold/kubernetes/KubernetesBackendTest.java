@@ -65,10 +65,10 @@ class KubernetesBackendTest {
         .as("the first tenure takes the released record the create made")
         .isEqualTo(1);
     assertThat(a.fencingToken()).hasValue(token(first));
-    assertThat(first.getMetadata().getFinalizers()).containsExactly(LeaseObjectStore.FINALIZER);
+    assertThat(first.getMetadata().getFinalizers()).containsExactly(KubernetesLeaseStore.FINALIZER);
     assertThat(first.getSpec().getAcquireTime()).isEqualTo(first.getSpec().getRenewTime());
     assertThat(first.getMetadata().getAnnotations())
-        .containsEntry(LeaseObjectStore.LEASE_NAME_ANNOTATION, "orders");
+        .containsEntry(KubernetesLeaseStore.LEASE_NAME_ANNOTATION, "orders");
     String json = rawJson("orders");
     assertThat(json)
         .as("acquireTime and renewTime as MicroTime, as client-go writes them")
@@ -171,7 +171,7 @@ class KubernetesBackendTest {
     ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
     admin.resource(new LeaseBuilder(foreign("restored", "", 4, now))
             .editMetadata()
-            .addToAnnotations(LeaseObjectStore.TOKEN_ANNOTATION, "999999999999")
+            .addToAnnotations(KubernetesLeaseStore.TOKEN_ANNOTATION, "999999999999")
             .endMetadata()
             .build())
         .create();
@@ -192,7 +192,7 @@ class KubernetesBackendTest {
     Lease stored = read(KubernetesLeaseNames.objectName("Orders/EU"));
     assertThat(stored.getMetadata().getName()).startsWith("orders-eu-");
     assertThat(stored.getMetadata().getAnnotations())
-        .containsEntry(LeaseObjectStore.LEASE_NAME_ANNOTATION, "Orders/EU");
+        .containsEntry(KubernetesLeaseStore.LEASE_NAME_ANNOTATION, "Orders/EU");
   }
 
   @Test
@@ -235,7 +235,7 @@ class KubernetesBackendTest {
   }
 
   private static long token(Lease lease) {
-    return Long.parseLong(lease.getMetadata().getAnnotations().get(LeaseObjectStore.TOKEN_ANNOTATION));
+    return Long.parseLong(lease.getMetadata().getAnnotations().get(KubernetesLeaseStore.TOKEN_ANNOTATION));
   }
 
   private Lease read(String objectName) {

@@ -94,7 +94,7 @@ class LeaderElectorInteropTest {
         .inNamespace(MockApiServer.NAMESPACE).withName(NAME).get();
     assertThat(taken.getSpec().getLeaseTransitions()).isEqualTo(1);
     assertThat(lease.fencingToken())
-        .hasValue(Long.parseLong(taken.getMetadata().getAnnotations().get(LeaseObjectStore.TOKEN_ANNOTATION)));
+        .hasValue(Long.parseLong(taken.getMetadata().getAnnotations().get(KubernetesLeaseStore.TOKEN_ANNOTATION)));
 
     // 3. A fresh fabric8 elector never leads while Leasehold renews...
     Elector second = startElector("fabric8-pod-2");

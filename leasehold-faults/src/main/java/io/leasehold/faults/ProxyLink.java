@@ -13,13 +13,13 @@ import java.net.InetSocketAddress;
  * traffic only when every {@link #cut()} was matched by a {@link #heal()}, so a node partition and a
  * client partition that both touch this link do not heal each other.
  */
-final class Link implements AutoCloseable {
+final class ProxyLink implements AutoCloseable {
 
   private final String name;
   private final TcpProxy proxy;
   private int cuts; // guarded by this
 
-  private Link(String name, TcpProxy proxy) {
+  private ProxyLink(String name, TcpProxy proxy) {
     this.name = name;
     this.proxy = proxy;
   }
@@ -32,8 +32,8 @@ final class Link implements AutoCloseable {
    * @param target where it forwards
    * @return the running link
    */
-  static Link open(String name, InetSocketAddress listen, InetSocketAddress target) {
-    return new Link(name, TcpProxy.start(listen, target));
+  static ProxyLink open(String name, InetSocketAddress listen, InetSocketAddress target) {
+    return new ProxyLink(name, TcpProxy.start(listen, target));
   }
 
   /** {@return the port it accepts on} */
@@ -68,6 +68,6 @@ final class Link implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "Link[" + name + " :" + port() + " -> " + proxy.target() + "]";
+    return "ProxyLink[" + name + " :" + port() + " -> " + proxy.target() + "]";
   }
 }

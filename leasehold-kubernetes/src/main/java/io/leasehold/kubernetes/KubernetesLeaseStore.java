@@ -64,9 +64,9 @@ import org.slf4j.LoggerFactory;
  * belongs to this contender. Its methods run on the backend's timer thread (the API's replies are
  * handed there) and on the threads that call the engine.
  */
-final class LeaseObjectStore implements LeaseStore {
+final class KubernetesLeaseStore implements LeaseStore {
 
-  private static final Logger log = LoggerFactory.getLogger(LeaseObjectStore.class);
+  private static final Logger log = LoggerFactory.getLogger(KubernetesLeaseStore.class);
 
   /** The lease name as the application gave it; the object name may be a mapped form of it. */
   static final String LEASE_NAME_ANNOTATION = "leasehold.io/lease-name";
@@ -111,7 +111,7 @@ final class LeaseObjectStore implements LeaseStore {
   /** Our latest write that the server confirmed: the base of the next conditional write. */
   private volatile Lease lastWritten;
 
-  LeaseObjectStore(
+  KubernetesLeaseStore(
       LeaseApi api,
       String objectName,
       LeaseSettings settings,

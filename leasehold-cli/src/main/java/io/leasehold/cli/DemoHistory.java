@@ -9,7 +9,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * What happened during the demo, for the summary and the safety verdict: every tenure each holder
  * recorded, and the faults injected. Thread-safe.
  */
-final class History {
+final class DemoHistory {
 
   /**
    * The safety verdict over the recorded tenures.

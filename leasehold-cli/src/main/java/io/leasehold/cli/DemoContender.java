@@ -26,7 +26,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The fault script can pause, cut off and crash the process. A pause freezes all of it, the
  * work included, as a stop-the-world garbage collection would.
  */
-final class Contender {
+final class DemoContender {
 
   /** A freeze of the whole process that the fault script asked for. */
   private static final class Stall {
@@ -40,7 +40,7 @@ final class Contender {
   private final LeaderElection election;
   private final FencedRegister register;
   private final Timeline timeline;
-  private final History history;
+  private final DemoHistory history;
   private final long workNanos;
   /** Makes a crash and a write mutually exclusive: a crashed process writes nothing more. */
   private final Object writeLock = new Object();
@@ -59,14 +59,14 @@ final class Contender {
    * @param workInterval how often the leader writes
    * @param seed seeds this contender's backoff jitter
    */
-  Contender(
+  DemoContender(
       String name,
       MemoryBackend process,
       LeaseSettings settings,
       Duration workInterval,
       FencedRegister register,
       Timeline timeline,
-      History history,
+      DemoHistory history,
       long seed) {
     this.name = name;
     this.process = process;
