@@ -13,6 +13,7 @@ import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokedTenure;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
+import io.leasehold.spi.Failures;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.RenewResult;
 import io.leasehold.spi.Tenure;
@@ -379,6 +380,6 @@ final class CoreLeaseStore implements LeaseStore {
   }
 
   private static Throwable unwrap(Throwable t) {
-    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    return Failures.unwrap(t);
   }
 }

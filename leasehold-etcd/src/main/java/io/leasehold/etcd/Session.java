@@ -3,18 +3,16 @@ package io.leasehold.etcd;
 import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
-import io.leasehold.LeaseException;
 import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
+import io.leasehold.spi.Failures;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
@@ -395,17 +393,11 @@ final class Session {
   }
 
   static Throwable unwrap(Throwable error) {
-    Throwable e = error;
-    while ((e instanceof CompletionException || e instanceof ExecutionException)
-        && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
+    return Failures.unwrap(error);
   }
 
   static String rootMessage(Throwable error) {
-    Throwable e = unwrap(error);
-    return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+    return Failures.rootMessage(error);
   }
 
   /** One etcd lease as this backend uses it. */

@@ -6,8 +6,6 @@ import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
@@ -118,12 +116,7 @@ final class StoreCalls {
   }
 
   static Throwable unwrap(Throwable error) {
-    Throwable e = error;
-    while ((e instanceof CompletionException || e instanceof ExecutionException)
-        && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
+    return Failures.unwrap(error);
   }
 
   static String millis(long nanos) {
