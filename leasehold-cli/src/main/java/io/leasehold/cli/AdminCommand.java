@@ -89,11 +89,16 @@ final class AdminCommand implements Callable<Integer> {
         description = "How long to wait for the new leader, 100ms to 1m (default: ${DEFAULT-VALUE}).")
     private Duration timeout;
 
+    /** TLS to the nodes, from a {@code leaseholds://} URI; null in plaintext. */
+    private io.leasehold.client.ClientTls tls;
+
     @Override
     public Integer call() throws InterruptedException {
       String uri = Backends.orDefault(backend);
-      List<InetSocketAddress> endpoints =
-          Backends.coreEndpoints(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      io.leasehold.client.CoreTarget target =
+          Backends.coreTarget(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      List<InetSocketAddress> endpoints = target.endpoints();
+      tls = target.tls();
       Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, StatusCommand.MAX_TIMEOUT);
       if (to != null && to.isBlank()) {
         throw bad("--to must be a node id, as in the nodes' --peers; was empty");
@@ -118,7 +123,7 @@ final class AdminCommand implements Callable<Integer> {
               .setTimeoutMs((int) timeout.toMillis())
               .build();
       // The node waits up to --timeout for the new leader; the client a little longer.
-      try (CoreClient client = new CoreClient(via, timeout.plusSeconds(2))) {
+      try (CoreClient client = new CoreClient(via, timeout.plusSeconds(2), tls)) {
         TransferLeaderResponse moved =
             client.<TransferLeaderResponse>call((stub, o) -> stub.transferLeader(request, o)).get();
         if (moved.getPreviousLeader().equals(moved.getLeader())) {
@@ -154,7 +159,7 @@ final class AdminCommand implements Callable<Integer> {
         List<CompletableFuture<Boolean>> leads = new ArrayList<>();
         StatusRequest self = StatusRequest.newBuilder().setNodeOnly(true).build();
         for (InetSocketAddress endpoint : endpoints) {
-          CoreClient client = new CoreClient(List.of(endpoint), StatusCommand.MIN_TIMEOUT.multipliedBy(10));
+          CoreClient client = new CoreClient(List.of(endpoint), StatusCommand.MIN_TIMEOUT.multipliedBy(10), tls);
           clients.add(client);
           leads.add(
               client
@@ -231,14 +236,19 @@ final class AdminCommand implements Callable<Integer> {
         description = "How long each node has to send the copy, 100ms to 10m (default: ${DEFAULT-VALUE}).")
     private Duration timeout;
 
+    /** TLS to the nodes, from a {@code leaseholds://} URI; null in plaintext. */
+    private io.leasehold.client.ClientTls tls;
+
     /** The chunks of one attempt, put together. */
     private record Copy(long revision, byte[] data, byte[] sha256, long totalBytes) {}
 
     @Override
     public Integer call() throws InterruptedException {
       String uri = Backends.orDefault(backend);
-      List<InetSocketAddress> endpoints =
-          Backends.coreEndpoints(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      io.leasehold.client.CoreTarget target =
+          Backends.coreTarget(spec.commandLine(), backend, uri, "admin works on the consistent core only");
+      List<InetSocketAddress> endpoints = target.endpoints();
+      tls = target.tls();
       Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, MAX_TIMEOUT);
       Path dir = file.toAbsolutePath().getParent();
       if (Files.isDirectory(file) || dir == null || !Files.isDirectory(dir) || !Files.isWritable(dir)) {
@@ -247,7 +257,7 @@ final class AdminCommand implements Callable<Integer> {
       PrintWriter out = spec.commandLine().getOut();
       PrintWriter err = spec.commandLine().getErr();
       Copy copy;
-      try (CoreClient client = new CoreClient(endpoints, timeout)) {
+      try (CoreClient client = new CoreClient(endpoints, timeout, tls)) {
         copy = client.<Copy>call((stub, o) -> stub.saveSnapshot(SaveSnapshotRequest.getDefaultInstance(), collect(o))).get();
       } catch (ExecutionException e) {
         Throwable cause = e.getCause();

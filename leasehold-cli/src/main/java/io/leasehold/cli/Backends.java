@@ -65,6 +65,9 @@ final class Backends {
    */
   static String unreachableHint(String uri) {
     return switch (scheme(uri)) {
+      case "leaseholds" -> "Is the cluster running with TLS, are these its nodes' client ports, and do its"
+          + " certificates come from the authority in ca= and name these hosts? The error above"
+          + " says what the TLS handshake found.";
       case "leasehold" -> uri.equals(DEV_URI)
           ? "Is `./leasehold dev` running? Start it in another terminal, or name your cluster with"
               + " --backend URI or $" + ENV + "."
@@ -109,7 +112,8 @@ final class Backends {
   }
 
   /**
-   * {@return the endpoints of a core URI} for the commands that work on the consistent core only.
+   * {@return the nodes of a core URI, and its TLS files for {@code leaseholds://}} for the
+   * commands that work on the consistent core only.
    *
    * @param cmd the command, for the error
    * @param backendOption the {@code --backend} value as given, or null when {@code uri} came from
@@ -118,15 +122,16 @@ final class Backends {
    * @param aside why the command needs the core, said in the error
    * @throws ParameterException naming the flag (or variable) and the URI problem
    */
-  static java.util.List<java.net.InetSocketAddress> coreEndpoints(
+  static io.leasehold.client.CoreTarget coreTarget(
       picocli.CommandLine cmd, String backendOption, String uri, String aside) {
     String source = backendOption != null ? "--backend" : "$" + ENV;
     try {
-      return io.leasehold.client.CoreBackendProvider.endpoints(uri);
+      return io.leasehold.client.CoreBackendProvider.target(uri);
     } catch (IllegalArgumentException e) {
       throw new picocli.CommandLine.ParameterException(
           cmd,
-          source + " must be a core URI, leasehold://host:port,host:port,... (" + aside + "): "
+          source + " must be a core URI, leasehold://host:port,host:port,... or"
+              + " leaseholds://host:port,...?ca=FILE&cert=FILE&key=FILE (" + aside + "): "
               + e.getMessage());
     }
   }

@@ -3,9 +3,12 @@ package io.leasehold.cli;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.server.Certificates;
 import io.leasehold.server.CoreNode;
 import io.leasehold.server.LocalCluster;
+import io.leasehold.server.NodeConfig;
 import io.leasehold.server.StartRefusedException;
+import io.leasehold.server.TlsConfig;
 import io.leasehold.server.http.StatusHttpServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -56,6 +59,10 @@ import picocli.CommandLine.Spec;
           + " --port starts the same cluster again on its data.",
       "A kept cluster one of whose node directories was deleted is refused, not started empty:"
           + " its fencing tokens could go back.",
+      "With --tls: makes a throwaway certificate authority, a certificate for the nodes (127.0.0.1,"
+          + " localhost) and one for clients in the data directory's tls/ (new on every run), serves"
+          + " with mutual TLS on every port, and prints the leaseholds:// URI that names the files a"
+          + " client needs.",
       "Exits 0 when stopped, 1 if the cluster cannot start or fails the check, 2 for bad options"
           + " and a kept cluster that lost a node's data."
     })
@@ -115,6 +122,12 @@ final class DevCommand implements Callable<Integer> {
           + " on loopback port PORT, 0 to 65535 (default: 0, a free port; printed).")
   private int httpPort;
 
+  @Option(
+      names = "--tls",
+      description = "Serve with mutual TLS, from certificates made for this run in the data directory's tls/"
+          + " (see above and docs/security.md).")
+  private boolean tls;
+
   @Override
   public Integer call() {
     checkOptions();
@@ -151,12 +164,18 @@ final class DevCommand implements Callable<Integer> {
       writeMarker(root, Backends.devUri(nodes, port)); // before the nodes write anything there
     }
     long start = System.nanoTime();
+    // Without --tls the nodes' configuration is untouched (plaintext, as always).
+    Certificates.DevFiles files = tls ? makeCertificates(root, out) : null;
+    UnaryOperator<NodeConfig> tuning =
+        files == null
+            ? UnaryOperator.identity()
+            : c -> c.withTls(TlsConfig.of(files.nodeCert(), files.nodeKey(), files.ca()));
     LocalCluster cluster;
     try {
       cluster =
           kept
-              ? LocalCluster.recover(nodes, port, root, UnaryOperator.identity())
-              : LocalCluster.start(nodes, port, root, UnaryOperator.identity());
+              ? LocalCluster.recover(nodes, port, root, tuning)
+              : LocalCluster.start(nodes, port, root, tuning);
     } catch (StartRefusedException e) {
       // A node of a kept cluster lost its directory: starting it empty could hand out fencing
       // tokens again, so the cluster does not start. One line, no trace.
@@ -187,20 +206,27 @@ final class DevCommand implements Callable<Integer> {
         writeMarker(root, cluster.uri());
       }
       String leader = cluster.leader().map(i -> cluster.peers().get(i).id()).orElse("none yet");
+      String uri = files == null ? cluster.uri() : secureUri(cluster.uri(), files);
       out.printf(
-          "leasehold dev: the cluster serves after %s (leader %s). Its URI:%n",
+          "leasehold dev: the cluster serves%s after %s (leader %s). Its URI:%n",
+          files == null ? "" : " with mutual TLS",
           Durations.seconds(Duration.ofNanos(System.nanoTime() - start)),
           leader);
-      out.println(cluster.uri());
+      out.println(uri);
+      if (files != null) {
+        out.println("leasehold dev: a client needs the CA " + files.ca().toAbsolutePath() + ", and the certificate "
+            + files.clientCert().toAbsolutePath() + " with its key " + files.clientKey().toAbsolutePath()
+            + " (all named in the URI; new on every run)");
+      }
       out.println("leasehold dev: status page on http://" + InetAddress.getLoopbackAddress().getHostAddress() + ":"
           + http.port() + "/ (also /metrics, /healthz, /readyz)");
       out.flush();
-      if (!check(cluster.uri(), out)) {
+      if (!check(uri, out)) {
         err.println("leasehold dev: the cluster failed its check (see above); stopping it");
         err.flush();
         return 1;
       }
-      printHint(cluster.uri(), out);
+      printHint(uri, out);
       // --duration counts from the start, so a short run (CI) takes about as long as it says.
       Duration left =
           duration == null ? null : duration.minusNanos(System.nanoTime() - start);
@@ -221,6 +247,29 @@ final class DevCommand implements Callable<Integer> {
             + root.toAbsolutePath());
     out.flush();
     return 0;
+  }
+
+  /** A new authority and certificates in {@code root/tls}: throwaway, made again on every run. */
+  private static Certificates.DevFiles makeCertificates(Path root, PrintWriter out) {
+    Path tlsDir = root.resolve("tls");
+    Certificates.DevFiles files = Certificates.makeDevFiles(tlsDir, List.of(Backends.DEV_HOST, "localhost"));
+    out.println("leasehold dev: made a throwaway CA and certificates in " + tlsDir.toAbsolutePath());
+    out.flush();
+    return files;
+  }
+
+  /** {@return the leaseholds:// URI of the cluster, naming the client's files} */
+  static String secureUri(String plainUri, Certificates.DevFiles files) {
+    return "leaseholds://" + plainUri.substring("leasehold://".length())
+        + "?ca=" + escape(files.ca())
+        + "&cert=" + escape(files.clientCert())
+        + "&key=" + escape(files.clientKey());
+  }
+
+  /** A file name as a URI parameter: the characters the URI's syntax uses, %-escaped. */
+  private static String escape(Path file) {
+    return file.toAbsolutePath().toString()
+        .replace("%", "%25").replace("&", "%26").replace(" ", "%20").replace("?", "%3F").replace("#", "%23");
   }
 
   private List<CoreNode> running(LocalCluster cluster) {

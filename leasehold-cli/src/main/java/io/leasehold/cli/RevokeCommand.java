@@ -61,7 +61,10 @@ final class RevokeCommand implements Callable<Integer> {
   @Override
   public Integer call() throws InterruptedException {
     String uri = Backends.orDefault(backend);
-    List<InetSocketAddress> endpoints = Backends.coreEndpoints(spec.commandLine(), backend, uri, "revoke works on the consistent core; on etcd use `etcdctl del <namespace>/leases/NAME`");
+    io.leasehold.client.CoreTarget target =
+        Backends.coreTarget(
+            spec.commandLine(), backend, uri, "revoke works on the consistent core; on etcd use `etcdctl del <namespace>/leases/NAME`");
+    List<InetSocketAddress> endpoints = target.endpoints();
     if (name.isEmpty() || name.length() > MAX_NAME_CHARS) {
       throw bad("NAME must be 1 to " + MAX_NAME_CHARS + " characters; was " + name.length());
     }
@@ -70,7 +73,7 @@ final class RevokeCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     DeleteResponse response;
     // Every node in turn, each within --timeout: the client gives up after two rounds.
-    try (CoreClient client = new CoreClient(endpoints, timeout)) {
+    try (CoreClient client = new CoreClient(endpoints, timeout, target.tls())) {
       DeleteRequest delete =
           DeleteRequest.newBuilder().setCall(client.newCall()).setKey(CoreClient.LEASE_PREFIX + name).build();
       response = client.<DeleteResponse>call((stub, o) -> stub.delete(delete, o)).get();

@@ -194,7 +194,8 @@ final class RunCommand implements Callable<Integer> {
 
   private static String uriDescription(String uri) {
     String scheme = Backends.scheme(uri);
-    return scheme.equals("leasehold") ? "leasehold:// (the core)" : scheme + ":";
+    return scheme.equals("leasehold") ? "leasehold:// (the core)"
+        : scheme.equals("leaseholds") ? "leaseholds:// (the core over TLS)" : scheme + ":";
   }
 
   private ParameterException bad(String message) {

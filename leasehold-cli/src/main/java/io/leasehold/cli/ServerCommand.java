@@ -5,6 +5,7 @@ import io.leasehold.server.CoreNode;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.Peer;
 import io.leasehold.server.StartRefusedException;
+import io.leasehold.server.TlsConfig;
 import io.leasehold.server.http.StatusHttpServer;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -144,6 +145,37 @@ final class ServerCommand implements Callable<Integer> {
           + " (default: no HTTP).")
   private Integer httpPort;
 
+  @Option(
+      names = "--tls-cert",
+      paramLabel = "FILE",
+      description = {
+        "TLS on every port of this node (with --tls-key and --tls-ca; all three or none): the"
+            + " node's certificate chain, PEM. It must name the node's host from --peers (a DNS or"
+            + " IP subject alternative name) and allow TLS server and client use: the node shows it"
+            + " to clients and to the other nodes. Re-read when the file changes (see docs/security.md)."
+      })
+  private Path tlsCert;
+
+  @Option(names = "--tls-key", paramLabel = "FILE", description = "The node's private key, PEM (PKCS#8, RSA or EC).")
+  private Path tlsKey;
+
+  @Option(
+      names = "--tls-ca",
+      paramLabel = "FILE",
+      description = "The certificate authorities this node trusts, PEM: client certificates and the other nodes'"
+          + " certificates must be issued by one of them.")
+  private Path tlsCa;
+
+  @Option(
+      names = "--client-auth",
+      paramLabel = "require|optional",
+      description = {
+        "With TLS: whether clients must show a certificate from --tls-ca (default: require)."
+            + " optional lets clients without one connect (encrypted, the node authenticated);"
+            + " the other nodes always need one."
+      })
+  private String clientAuth;
+
   /**
    * {@return the node's configuration}
    *
@@ -192,14 +224,73 @@ final class ServerCommand implements Callable<Integer> {
       throw bad("--join (a new node joining a running cluster) is not built yet: it needs membership"
           + " changes (issue #16). The nodes of the first --peers start once with --bootstrap");
     }
+    TlsConfig tls = tls();
     try {
       return NodeConfig.of(id, cluster, dataDir)
           .withElectionTimeout(electionTimeout)
           .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
-          .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER);
+          .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER)
+          .withTls(tls);
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }
+  }
+
+  /** {@return TLS from the three files, or null for none}; each flag's mistake named */
+  private TlsConfig tls() {
+    Path[] files = {tlsCert, tlsKey, tlsCa};
+    String[] names = {"--tls-cert", "--tls-key", "--tls-ca"};
+    List<String> missing = new java.util.ArrayList<>();
+    for (int i = 0; i < files.length; i++) {
+      if (files[i] == null) {
+        missing.add(names[i]);
+      }
+    }
+    if (missing.size() == files.length) {
+      if (clientAuth != null) {
+        throw bad("--client-auth needs TLS: give --tls-cert, --tls-key and --tls-ca too");
+      }
+      return null;
+    }
+    if (!missing.isEmpty()) {
+      throw bad("--tls-cert, --tls-key and --tls-ca go together (all three for TLS, none for plaintext);"
+          + " missing: " + String.join(", ", missing));
+    }
+    for (int i = 0; i < files.length; i++) {
+      if (!Files.isRegularFile(files[i]) || !Files.isReadable(files[i])) {
+        throw bad(names[i] + " must be a readable file; " + files[i]
+            + (Files.exists(files[i]) ? " is not one" : " does not exist"));
+      }
+    }
+    TlsConfig.ClientAuth auth;
+    if (clientAuth == null || clientAuth.equalsIgnoreCase("require")) {
+      auth = TlsConfig.ClientAuth.REQUIRE;
+    } else if (clientAuth.equalsIgnoreCase("optional")) {
+      auth = TlsConfig.ClientAuth.OPTIONAL;
+    } else {
+      throw bad("--client-auth must be require or optional; was '" + clientAuth + "'");
+    }
+    return TlsConfig.of(tlsCert, tlsKey, tlsCa).withClientAuth(auth);
+  }
+
+  /**
+   * {@return the warning a node without TLS prints when others can reach it; empty on loopback
+   *     or with TLS}
+   */
+  static java.util.Optional<String> plaintextWarning(NodeConfig config) {
+    if (config.tls() != null) {
+      return java.util.Optional.empty();
+    }
+    Peer self = config.selfPeer();
+    InetAddress address = self.clientAddress().getAddress();
+    if (address != null && address.isLoopbackAddress()) {
+      return java.util.Optional.empty();
+    }
+    return java.util.Optional.of(
+        "WARNING: node " + self.id() + " listens on " + self.host() + " WITHOUT TLS: it is unauthenticated."
+            + " Anyone who can reach ports " + self.clientPort() + " and " + self.raftPort() + " can read and"
+            + " delete every lease and key, end others' sessions, and join the Raft traffic. Give every node"
+            + " --tls-cert, --tls-key and --tls-ca (docs/security.md).");
   }
 
   /**
@@ -239,6 +330,10 @@ final class ServerCommand implements Callable<Integer> {
       throw new CommandFailure(ExitStatus.FAILURE, "node " + id + " cannot start: its " + taken
           + " is in use (another node or program on this machine?); give it other ports in --peers");
     }
+    plaintextWarning(config).ifPresent(w -> {
+      err.println("leasehold server: " + w);
+      err.flush();
+    });
     try (Foreground foreground = new Foreground()) {
       CoreNode node;
       try {
@@ -278,6 +373,9 @@ final class ServerCommand implements Callable<Integer> {
                 + self.raftPort()
                 + ", data in "
                 + config.dataDir().toAbsolutePath()
+                + (config.tls() == null
+                    ? ", plaintext"
+                    : ", TLS (client certificates " + config.tls().clientAuth().name().toLowerCase(java.util.Locale.ROOT) + ")")
                 + (http == null ? "" : ", status on http://" + self.host() + ":" + http.port() + "/")
                 + ". Ctrl-C or SIGTERM stops it.");
         err.flush();

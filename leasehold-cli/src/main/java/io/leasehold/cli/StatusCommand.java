@@ -56,10 +56,16 @@ final class StatusCommand implements Callable<Integer> {
   /** One node's answer, or why there was none. */
   private record Answer(InetSocketAddress endpoint, StatusResponse response, String failure) {}
 
+  /** TLS to the nodes, from a {@code leaseholds://} URI; null in plaintext. */
+  private io.leasehold.client.ClientTls tls;
+
   @Override
   public Integer call() {
     String uri = Backends.orDefault(backend);
-    List<InetSocketAddress> endpoints = Backends.coreEndpoints(spec.commandLine(), backend, uri, "status works on the consistent core only");
+    io.leasehold.client.CoreTarget target =
+        Backends.coreTarget(spec.commandLine(), backend, uri, "status works on the consistent core only");
+    List<InetSocketAddress> endpoints = target.endpoints();
+    tls = target.tls();
     Durations.requireBetween(spec.commandLine(), "--timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT);
     List<Answer> answers = ask(endpoints);
     PrintWriter out = spec.commandLine().getOut();
@@ -118,7 +124,7 @@ final class StatusCommand implements Callable<Integer> {
     try {
       List<CompletableFuture<Answer>> calls = new ArrayList<>();
       for (InetSocketAddress endpoint : endpoints) {
-        CoreClient client = new CoreClient(List.of(endpoint), timeout);
+        CoreClient client = new CoreClient(List.of(endpoint), timeout, tls);
         clients.add(client);
         calls.add(
             client

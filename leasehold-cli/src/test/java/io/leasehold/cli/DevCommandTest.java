@@ -57,6 +57,30 @@ class DevCommandTest {
   }
 
   @Test
+  void devWithTlsServesMutualTlsAndPrintsAUriNamingTheClientsFiles() throws Exception {
+    try (RunningCli dev = RunningCli.start("dev", "--tls", "--nodes", "1", "--port", "0")) {
+      String uri = dev.awaitLine("leaseholds://[^\\s]+", START);
+      dev.awaitLine("Ctrl-C stops the cluster\\.", START);
+      assertThat(dev.out())
+          .contains("leasehold dev: made a throwaway CA and certificates in ")
+          .contains("the cluster serves with mutual TLS")
+          .contains("a client needs the CA ")
+          .contains("The core works.");
+      assertThat(uri).contains("?ca=").contains("&cert=").contains("&key=");
+
+      Cli status = Cli.run("status", "--backend", uri, "--timeout", "5s");
+      assertThat(status.exitCode()).as(status.out() + status.err()).isZero();
+      assertThat(status.out()).contains("LEADER");
+      // The same nodes in plaintext: refused, since every port speaks TLS only.
+      String plain = "leasehold://" + uri.substring("leaseholds://".length(), uri.indexOf('?'));
+      Cli refused = Cli.run("status", "--backend", plain, "--timeout", "1s");
+      assertThat(refused.exitCode()).as(refused.out() + refused.err()).isEqualTo(1);
+
+      assertThat(dev.stop()).as(dev.out() + dev.err()).isZero();
+    }
+  }
+
+  @Test
   void withADurationDevStopsByItselfAndDeletesItsTemporaryDirectory() {
     Cli run = Cli.run("dev", "--nodes", "1", "--port", "0", "--duration", "1s");
 

@@ -37,8 +37,8 @@ class OptionsTest {
         "dev  | --duration=500ms   | --duration must be between 1s and 24h; was 500ms",
         "dev  | --duration=soon    | Invalid value for option '--duration': 'soon' is not a duration",
         "dev  | --ttl=2s           | Unknown option: '--ttl=2s'",
-        "status | --backend=memory: | --backend must be a core URI, leasehold://host:port,host:port,... (status works on the consistent core only): a core URI looks like",
-        "status | --backend=leasehold://h:99999 | --backend must be a core URI, leasehold://host:port,host:port,... (status works on the consistent core only): port of 'h:99999' must be between 1 and 65535; was 99999",
+        "status | --backend=memory: | --backend must be a core URI, leasehold://host:port,host:port,... or leaseholds://host:port,...?ca=FILE&cert=FILE&key=FILE (status works on the consistent core only): a core URI looks like",
+        "status | --backend=leasehold://h:99999 | --backend must be a core URI, leasehold://host:port,host:port,... or leaseholds://host:port,...?ca=FILE&cert=FILE&key=FILE (status works on the consistent core only): port of 'h:99999' must be between 1 and 65535; was 99999",
         "status | --timeout=10ms    | --timeout must be between 100ms and 1m; was 10ms",
       })
   void aBadValueIsABadUsageThatNamesTheOption(String command, String option, String message) {

@@ -23,6 +23,19 @@ class ServerCommandTest {
   private static final Duration START = Duration.ofSeconds(30);
 
   @Test
+  void aNodeReachableFromOtherHostsWithoutTlsIsWarnedAboutOnceAndOneOnLoopbackOrWithTlsIsNot() {
+    io.leasehold.server.NodeConfig exposed =
+        io.leasehold.server.NodeConfig.of("n1", io.leasehold.server.Peer.parseAll("n1=10.1.2.3:7000"), Path.of("target/never-created"));
+    assertThat(ServerCommand.plaintextWarning(exposed))
+        .hasValueSatisfying(w -> assertThat(w).contains("WITHOUT TLS: it is unauthenticated").contains("--tls-cert"));
+    assertThat(ServerCommand.plaintextWarning(
+            io.leasehold.server.NodeConfig.of("n1", io.leasehold.server.Peer.parseAll("n1=127.0.0.1:7000"), Path.of("target/never-created"))))
+        .isEmpty();
+    Path pem = Path.of("pom.xml");
+    assertThat(ServerCommand.plaintextWarning(exposed.withTls(io.leasehold.server.TlsConfig.of(pem, pem, pem)))).isEmpty();
+  }
+
+  @Test
   void aServerServesLeasesStopsCleanlyAndKeepsItsDataAcrossARestart() throws Exception {
     int port = RunningCli.freePortPair();
     Path data = DevCommandTest.freshDir("server").resolve("solo");

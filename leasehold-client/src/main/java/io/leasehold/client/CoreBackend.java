@@ -55,8 +55,18 @@ public final class CoreBackend implements LeaseBackend {
       Duration attemptTimeout,
       LeaseRuntime runtime,
       List<io.grpc.ClientInterceptor> interceptors) {
+    this(uri, new CoreTarget(endpoints, null), attemptTimeout, runtime, interceptors);
+  }
+
+  /** On the nodes of a target, over TLS if it says so. */
+  CoreBackend(
+      String uri,
+      CoreTarget target,
+      Duration attemptTimeout,
+      LeaseRuntime runtime,
+      List<io.grpc.ClientInterceptor> interceptors) {
     this.uri = uri;
-    this.client = new CoreClient(endpoints, attemptTimeout, interceptors);
+    this.client = new CoreClient(target.endpoints(), attemptTimeout, interceptors, target.tls());
     this.runtime = runtime;
     this.leases = new OpenLeases(uri);
     this.sessions =
@@ -77,11 +87,11 @@ public final class CoreBackend implements LeaseBackend {
    * Opens a backend on the given nodes with its own timer and callback threads.
    *
    * @param uri the URI it was opened with, for messages
-   * @param endpoints the nodes' client addresses
+   * @param target the nodes' client addresses, and TLS if the URI asks for it
    * @return the backend
    */
-  static CoreBackend open(String uri, List<InetSocketAddress> endpoints) {
-    return new CoreBackend(uri, endpoints, Duration.ofSeconds(2), LeaseRuntime.system("leasehold-core"));
+  static CoreBackend open(String uri, CoreTarget target) {
+    return new CoreBackend(uri, target, Duration.ofSeconds(2), LeaseRuntime.system("leasehold-core"), List.of());
   }
 
   @Override

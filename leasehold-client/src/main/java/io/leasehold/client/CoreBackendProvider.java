@@ -3,14 +3,25 @@ package io.leasehold.client;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 import java.net.InetSocketAddress;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * Serves {@code leasehold://host:port[,host:port...]}: the consistent core's nodes (any subset
- * works; list them all so the client can fail over).
+ * works; list them all so the client can fail over), in plaintext. {@link
+ * SecureCoreBackendProvider} serves the same over TLS, {@code
+ * leaseholds://host:port,...?ca=FILE[&cert=FILE&key=FILE]}.
  */
 public final class CoreBackendProvider implements LeaseBackendProvider {
+
+  /** The parameters a {@code leaseholds://} URI takes. */
+  static final Set<String> TLS_PARAMETERS = Set.of("ca", "cert", "key");
 
   /** Called by {@link java.util.ServiceLoader}. */
   public CoreBackendProvider() {}
@@ -22,27 +33,80 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
 
   @Override
   public LeaseBackend open(String uri) {
-    return CoreBackend.open(uri.strip(), endpoints(uri));
+    return CoreBackend.open(uri.strip(), target(uri));
   }
 
   /**
-   * Parses the node list of a {@code leasehold://} URI.
+   * Parses the node list of a {@code leasehold://} or {@code leaseholds://} URI (without reading
+   * a {@code leaseholds://} URI's files; {@link #target} does).
    *
    * @param uri the URI
    * @return the nodes, in the order given
    * @throws IllegalArgumentException naming what is wrong
    */
   public static List<InetSocketAddress> endpoints(String uri) {
-    String u = uri.strip();
-    String prefix = "leasehold://";
-    if (!u.regionMatches(true, 0, prefix, 0, prefix.length())) {
-      throw new IllegalArgumentException("a core URI looks like leasehold://host:port,host:port; was '" + uri + "'");
+    return parse(uri).endpoints;
+  }
+
+  /**
+   * Parses a core URI: {@code leasehold://host:port,...} (plaintext), or {@code
+   * leaseholds://host:port,...?ca=FILE[&cert=FILE&key=FILE]} (TLS: the nodes' certificates must
+   * be issued by an authority in {@code ca} and name the hosts; {@code cert} and {@code key} are
+   * the client's, for a core that asks for one). Nothing is opened.
+   *
+   * @param uri the URI
+   * @return the nodes, and TLS for a {@code leaseholds://} URI
+   * @throws IllegalArgumentException naming the part or parameter that is wrong
+   */
+  public static CoreTarget target(String uri) {
+    Parsed p = parse(uri);
+    if (!p.secure) {
+      return new CoreTarget(p.endpoints, null);
     }
-    String rest = u.substring(prefix.length());
+    String ca = p.parameters.get("ca");
+    if (ca == null) {
+      throw new IllegalArgumentException(
+          "a leaseholds:// URI needs ca=FILE, the authorities that signed the nodes' certificates"
+              + " (and cert=FILE&key=FILE when the core asks for client certificates); was '" + uri + "'");
+    }
+    String cert = p.parameters.get("cert");
+    String key = p.parameters.get("key");
+    return new CoreTarget(
+        p.endpoints, ClientTls.load(Path.of(ca), cert == null ? null : Path.of(cert), key == null ? null : Path.of(key)));
+  }
+
+  private record Parsed(boolean secure, List<InetSocketAddress> endpoints, Map<String, String> parameters) {}
+
+  private static Parsed parse(String uri) {
+    String u = uri.strip();
+    String plain = "leasehold://";
+    String secure = "leaseholds://";
+    boolean tls;
+    String rest;
+    if (u.regionMatches(true, 0, plain, 0, plain.length())) {
+      tls = false;
+      rest = u.substring(plain.length());
+    } else if (u.regionMatches(true, 0, secure, 0, secure.length())) {
+      tls = true;
+      rest = u.substring(secure.length());
+    } else {
+      throw new IllegalArgumentException(
+          "a core URI looks like leasehold://host:port,host:port (or leaseholds://...?ca=FILE for TLS); was '" + uri + "'");
+    }
+    Map<String, String> parameters = new LinkedHashMap<>();
+    int question = rest.indexOf('?');
+    if (question >= 0) {
+      if (!tls) {
+        throw new IllegalArgumentException(
+            "a leasehold:// URI takes no options; TLS parameters (ca, cert, key) go with leaseholds://; was '" + uri + "'");
+      }
+      parseParameters(uri, rest.substring(question + 1), parameters);
+      rest = rest.substring(0, question);
+    }
     int end = rest.indexOf('/');
     if (end >= 0) {
       if (end != rest.length() - 1) {
-        throw new IllegalArgumentException("a core URI takes no path or options; was '" + uri + "'");
+        throw new IllegalArgumentException("a core URI takes no path; was '" + uri + "'");
       }
       rest = rest.substring(0, end);
     }
@@ -66,6 +130,33 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
       }
       endpoints.add(InetSocketAddress.createUnresolved(part.substring(0, colon), port));
     }
-    return List.copyOf(endpoints);
+    return new Parsed(tls, List.copyOf(endpoints), parameters);
+  }
+
+  private static void parseParameters(String uri, String query, Map<String, String> into) {
+    for (String pair : query.split("&", -1)) {
+      int eq = pair.indexOf('=');
+      String name = eq < 0 ? pair : pair.substring(0, eq);
+      if (!TLS_PARAMETERS.contains(name)) {
+        throw new IllegalArgumentException(
+            "unknown parameter '" + name + "' in core URI '" + uri + "'; a leaseholds:// URI takes ca, cert and key");
+      }
+      String value = eq < 0 ? "" : decode(uri, name, pair.substring(eq + 1));
+      if (value.isEmpty()) {
+        throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' needs a file: " + name + "=FILE");
+      }
+      if (into.putIfAbsent(name, value) != null) {
+        throw new IllegalArgumentException("parameter " + name + " is given twice in core URI '" + uri + "'");
+      }
+    }
+  }
+
+  /** Percent-decodes a file name (a '+' stays a '+': these are paths, not form fields). */
+  private static String decode(String uri, String name, String value) {
+    try {
+      return URLDecoder.decode(value.replace("+", "%2B"), StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' has a bad %-escape: " + value);
+    }
   }
 }

@@ -93,7 +93,28 @@ public final class CoreClient implements AutoCloseable {
    * @param attemptTimeout how long one node has to answer before the next is tried
    */
   public CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout) {
-    this(endpoints, attemptTimeout, List.of());
+    this(endpoints, attemptTimeout, List.of(), null);
+  }
+
+  /**
+   * Connects (lazily) to the given nodes, over TLS when {@code tls} is given.
+   *
+   * @param endpoints the nodes' client addresses
+   * @param attemptTimeout how long one node has to answer before the next is tried
+   * @param tls the trusted authorities and the client's certificate; null for plaintext
+   */
+  public CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout, ClientTls tls) {
+    this(endpoints, attemptTimeout, List.of(), tls);
+  }
+
+  /**
+   * Connects (lazily) to the nodes of a core URI ({@link CoreBackendProvider#target}).
+   *
+   * @param target the nodes, and TLS if the URI asks for it
+   * @param attemptTimeout how long one node has to answer before the next is tried
+   */
+  public CoreClient(CoreTarget target, Duration attemptTimeout) {
+    this(target.endpoints(), attemptTimeout, List.of(), target.tls());
   }
 
   /**
@@ -101,6 +122,10 @@ public final class CoreClient implements AutoCloseable {
    * them to lose replies on the way back).
    */
   CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout, List<ClientInterceptor> extra) {
+    this(endpoints, attemptTimeout, extra, null);
+  }
+
+  CoreClient(List<InetSocketAddress> endpoints, Duration attemptTimeout, List<ClientInterceptor> extra, ClientTls tls) {
     if (endpoints.isEmpty()) {
       throw new IllegalArgumentException("at least one node address is needed");
     }
@@ -113,9 +138,12 @@ public final class CoreClient implements AutoCloseable {
       InetSocketAddress a = endpoints.get(i);
       nodeByEndpoint.putIfAbsent(describe(a), i);
       failedAt.set(i, longAgo);
+      NettyChannelBuilder builder = NettyChannelBuilder.forAddress(a.getHostString(), a.getPort());
+      // TLS: the shared context checks the node's certificate against the trusted authorities
+      // and its host name (gRPC's default), and shows the client's certificate if it has one.
+      builder = tls == null ? builder.usePlaintext() : builder.sslContext(tls.context());
       channels[i] =
-          NettyChannelBuilder.forAddress(a.getHostString(), a.getPort())
-              .usePlaintext()
+          builder
               .intercept(extra)
               .intercept(leaderHints(i))
               // Detect a dead connection (a peer gone without a reset) within seconds.
@@ -400,6 +428,23 @@ public final class CoreClient implements AutoCloseable {
       return "no answer";
     }
     Status s = Status.fromThrowable(t);
-    return s.getCode() + (s.getDescription() == null ? "" : ": " + s.getDescription());
+    return s.getCode() + (s.getDescription() == null ? "" : ": " + s.getDescription()) + tlsReason(t);
+  }
+
+  /**
+   * {@return why a TLS handshake failed, when that is why a node did not answer} gRPC's status
+   * says only "ssl exception"; the reason (an untrusted certificate, none shown) is in its cause.
+   */
+  private static String tlsReason(Throwable t) {
+    for (Throwable c = t; c != null && c.getCause() != c; c = c.getCause()) {
+      if (c instanceof javax.net.ssl.SSLException) {
+        Throwable root = c;
+        while (root.getCause() != null && root.getCause() != root) {
+          root = root.getCause();
+        }
+        return " (TLS handshake failed: " + (root.getMessage() == null ? root : root.getMessage()) + ")";
+      }
+    }
+    return "";
   }
 }

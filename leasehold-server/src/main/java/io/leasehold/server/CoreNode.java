@@ -69,6 +69,8 @@ public final class CoreNode implements AutoCloseable {
 
   private final NodeConfig config;
   private final PeerSettings peerSettings;
+  /** Null in plaintext. */
+  private final NodeTls tls;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
   private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
   private final WatchHub watches = new WatchHub(100_000);
@@ -93,9 +95,10 @@ public final class CoreNode implements AutoCloseable {
   private LeadershipTransfer leadership;
   private Server grpcServer;
 
-  private CoreNode(NodeConfig config, PeerSettings peerSettings) {
+  private CoreNode(NodeConfig config, PeerSettings peerSettings, NodeTls tls) {
     this.config = config;
     this.peerSettings = peerSettings;
+    this.tls = tls;
     this.sessionExpiry =
         new SessionExpiry(
             config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
@@ -163,14 +166,17 @@ public final class CoreNode implements AutoCloseable {
 
   private static CoreNode start(NodeConfig config, Restore restore) {
     boolean format = DataDir.checkFormat(config);
-    PeerSettings peerSettings = new PeerSettings(config);
+    // Bad certificate files refuse the start before anything is opened.
+    NodeTls tls = config.tls() == null ? null : NodeTls.load(config.tls(), config.self());
+    PeerSettings peerSettings = new PeerSettings(config, tls == null ? null : tls.channelCredentials());
     try {
       peerSettings.refuseStartIfAnyDisagrees(START_CHECK_TIMEOUT);
     } catch (RuntimeException e) {
       peerSettings.close();
+      closeQuietly(tls);
       throw e;
     }
-    CoreNode node = new CoreNode(config, peerSettings);
+    CoreNode node = new CoreNode(config, peerSettings, tls);
     if (restore != null) {
       node.stateMachine.restoreOnFirstStart(restore.backup(), restore.bumpRevision());
     }
@@ -191,8 +197,13 @@ public final class CoreNode implements AutoCloseable {
     Files.createDirectories(config.dataDir());
     RaftGroup group = RaftGroup.valueOf(GROUP_ID, raftPeers(config.peers()));
     RaftProperties properties = properties(self);
+    // Ratis's server, client and admin traffic: mutual TLS from the node's files, or plaintext.
+    // (Ratis's builders default to empty parameters: never hand them null.)
+    org.apache.ratis.conf.Parameters parameters =
+        tls == null ? new org.apache.ratis.conf.Parameters() : tls.ratisParameters();
     raftServer =
         RaftServer.newBuilder()
+            .setParameters(parameters)
             .setServerId(RaftPeerId.valueOf(self.id()))
             .setGroup(group)
             .setProperties(properties)
@@ -205,6 +216,7 @@ public final class CoreNode implements AutoCloseable {
     raftClient =
         RaftClient.newBuilder()
             .setProperties(clientProperties())
+            .setParameters(parameters)
             .setRaftGroup(group)
             .setClientId(ClientId.randomId())
             // Bounded in time, so that deduplication can be (see RaftGateway).
@@ -213,7 +225,9 @@ public final class CoreNode implements AutoCloseable {
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
     grpcServer =
-        NettyServerBuilder.forAddress(self.clientAddress())
+        (tls == null
+                ? NettyServerBuilder.forAddress(self.clientAddress())
+                : NettyServerBuilder.forAddress(self.clientAddress(), tls.serverCredentials()))
             // Handlers run on the event loop that read the call: every one of them only checks
             // the request and hands it on (a future, a queue), none blocks, so a hop to gRPC's
             // executor per message would cost a thread wake-up and buy nothing.
@@ -233,8 +247,9 @@ public final class CoreNode implements AutoCloseable {
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
     log.info(
-        "node {} serving clients on {} (raft port {}), data in {} ({})",
-        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered");
+        "node {} serving clients on {} (raft port {}), data in {} ({}; {})",
+        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered",
+        tls == null ? "plaintext" : "TLS, client certificates " + config.tls().clientAuth().name().toLowerCase(java.util.Locale.ROOT));
   }
 
   private RaftProperties properties(Peer self) {
@@ -556,6 +571,7 @@ public final class CoreNode implements AutoCloseable {
     closeQuietly(gateway);
     closeQuietly(raftClient);
     closeQuietly(raftServer);
+    closeQuietly(tls);
     log.info("node {} stopped", config.self());
   }
 

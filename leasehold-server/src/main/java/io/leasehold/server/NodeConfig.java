@@ -16,6 +16,7 @@ import java.util.Objects;
  * @param snapshotEvery take a snapshot after this many log entries (and purge the log before it)
  * @param logSegmentBytes size of one log segment file; only whole segments are purged
  * @param startMode whether the node formats a new data directory or recovers the one it has
+ * @param tls TLS on every port of the node; null for plaintext (the default)
  */
 public record NodeConfig(
     String self,
@@ -24,7 +25,8 @@ public record NodeConfig(
     Duration electionTimeout,
     long snapshotEvery,
     long logSegmentBytes,
-    StartMode startMode) {
+    StartMode startMode,
+    TlsConfig tls) {
 
   /**
    * How a node treats its data directory when it starts. A node formats storage only when told
@@ -71,6 +73,7 @@ public record NodeConfig(
    * @param snapshotEvery entries between snapshots
    * @param logSegmentBytes log segment size
    * @param startMode format a new data directory or recover the one there
+   * @param tls TLS on every port, or null for plaintext
    */
   public NodeConfig {
     Objects.requireNonNull(self, "self");
@@ -94,6 +97,28 @@ public record NodeConfig(
       throw new IllegalArgumentException(
           "log segment size must be at least 16 KiB; was " + logSegmentBytes + " bytes");
     }
+  }
+
+  /**
+   * A plaintext configuration (the form before TLS existed).
+   *
+   * @param self this node's id
+   * @param peers the cluster
+   * @param dataDir the data directory
+   * @param electionTimeout shortest election timeout
+   * @param snapshotEvery entries between snapshots
+   * @param logSegmentBytes log segment size
+   * @param startMode format a new data directory or recover the one there
+   */
+  public NodeConfig(
+      String self,
+      List<Peer> peers,
+      Path dataDir,
+      Duration electionTimeout,
+      long snapshotEvery,
+      long logSegmentBytes,
+      StartMode startMode) {
+    this(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, null);
   }
 
   /**
@@ -123,16 +148,21 @@ public record NodeConfig(
 
   /** {@return a copy with another election timeout} */
   public NodeConfig withElectionTimeout(Duration timeout) {
-    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode);
+    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls);
   }
 
   /** {@return a copy with other snapshot and segment sizes} */
   public NodeConfig withSnapshots(long every, long segmentBytes) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls);
   }
 
   /** {@return a copy that starts the node in another way} */
   public NodeConfig withStartMode(StartMode mode) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls);
+  }
+
+  /** {@return a copy with TLS on every port from these files; null for plaintext} */
+  public NodeConfig withTls(TlsConfig tlsConfig) {
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig);
   }
 }

@@ -64,12 +64,21 @@ final class PeerSettings implements AutoCloseable {
   private volatile Consumer<Optional<String>> listener;
   private volatile Optional<String> problem = Optional.empty();
 
-  PeerSettings(NodeConfig config) {
+  /**
+   * @param config the node
+   * @param tls how to reach the other nodes' client ports over TLS (this node's certificate as
+   *     the client's); null for plaintext
+   */
+  PeerSettings(NodeConfig config, io.grpc.ChannelCredentials tls) {
     this.config = config;
     this.ownMillis = config.electionTimeout().toMillis();
     for (Peer p : config.peers()) {
       if (!p.id().equals(config.self())) {
-        channels.put(p.id(), NettyChannelBuilder.forAddress(p.host(), p.clientPort()).usePlaintext().build());
+        channels.put(
+            p.id(),
+            tls == null
+                ? NettyChannelBuilder.forAddress(p.host(), p.clientPort()).usePlaintext().build()
+                : NettyChannelBuilder.forAddress(p.host(), p.clientPort(), tls).build());
         asking.put(p.id(), new AtomicBoolean());
       }
     }
