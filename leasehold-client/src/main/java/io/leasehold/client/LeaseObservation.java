@@ -147,7 +147,9 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
       String cause = e.getCause();
       LeaseEvent.Type type =
           switch (cause) {
-            case "released", "replaced by a new tenure of the same holder" -> LeaseEvent.Type.RELEASED;
+            // The holder's own doing: a release, a new tenure of its own, or closing its session.
+            case "released", "replaced by a new tenure of the same holder", "session closed by its holder" ->
+                LeaseEvent.Type.RELEASED;
             case "session expired" -> LeaseEvent.Type.EXPIRED;
             default -> LeaseEvent.Type.REVOKED; // an operator's delete, a revoked session
           };

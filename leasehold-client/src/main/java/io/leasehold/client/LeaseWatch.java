@@ -166,8 +166,8 @@ final class LeaseWatch implements AutoCloseable {
         continue;
       }
       String cause = e.getCause();
-      if (cause.equals("released")) {
-        continue; // the holder's own release
+      if (cause.equals("released") || cause.equals("session closed by its holder")) {
+        continue; // the holder's own release, or its own session closing
       }
       LeaseLost.Kind kind = cause.equals("session expired") ? LeaseLost.Kind.EXPIRED : LeaseLost.Kind.REVOKED;
       String detail =

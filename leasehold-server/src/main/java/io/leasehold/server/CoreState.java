@@ -101,6 +101,12 @@ final class CoreState {
   static final String RELEASED = "released";
 
   /**
+   * The cause of the deletes when a session's own client closes it (holder_closing): the holder
+   * gave up every key of the session, so watchers are told a release, not a revocation.
+   */
+  static final String SESSION_CLOSED = "session closed by its holder";
+
+  /**
    * Keys attached to a named lease's tenure: {@code /_leasehold/attached/<lease name>/<key>}, the
    * key without a slash. They are deleted at the same revision as the lease's key.
    */
@@ -406,7 +412,7 @@ final class CoreState {
           RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
       return new Applied(ok(response.toByteString()), events, NONE);
     }
-    Applied ended = endSession(revoke.getSessionId(), "session revoked", events);
+    Applied ended = endSession(revoke.getSessionId(), SESSION_CLOSED, events);
     RevokeResponse response =
         RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
     return new Applied(ok(response.toByteString()), ended.events(), ended.change());

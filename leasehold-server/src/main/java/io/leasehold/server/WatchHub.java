@@ -27,7 +27,10 @@ final class WatchHub {
 
   private record Watcher(String key, boolean prefix, Set<Long> sessions, boolean lossesOnly, Sink sink) {
     boolean matches(Event e) {
-      if (lossesOnly && (e.getType() == Event.Type.PUT || e.getCause().equals(CoreState.RELEASED))) {
+      if (lossesOnly
+          && (e.getType() == Event.Type.PUT
+              || e.getCause().equals(CoreState.RELEASED)
+              || e.getCause().equals(CoreState.SESSION_CLOSED))) {
         return false;
       }
       String k = e.getKv().getKey();

@@ -617,7 +617,7 @@ class CoreStateTest {
     CoreState.Applied applied = apply(revoke);
 
     assertThat(applied.change()).isEqualTo(new CoreState.Change.Ended(sa));
-    assertThat(applied.events()).extracting(Event::getCause).containsExactly("session revoked");
+    assertThat(applied.events()).extracting(Event::getCause).containsExactly(CoreState.SESSION_CLOSED);
     assertThat(state.hasSession(sa)).isFalse();
   }
 
