@@ -255,4 +255,80 @@ class MembershipTest {
     cluster.run(Cluster.STEP);
     assertThat(late).hasSize(1);
   }
+
+  /**
+   * A backend that observes and reads but cannot attach keys, as Kubernetes: a join with data
+   * fails at once with its UnsupportedOperationException and holds nothing; one without data
+   * joins, and the observer reports it once its dataWait has passed.
+   */
+  @Test
+  void aBackendThatCannotAttachKeysJoinsOnlyWithoutData() {
+    MemoryBackend process = process();
+    io.leasehold.LeaseBackend noAttach = new NoAttachBackend(process);
+    List<String> seen = new CopyOnWriteArrayList<>();
+    GroupView view = GroupView.builder(process(), "workers").maxMembers(2).scheduler(cluster.scheduler())
+        .dataWait(Duration.ofSeconds(1))
+        .listener(new GroupListener() {
+          @Override
+          public void joined(GroupMember m) {
+            seen.add(m.memberId() + " " + m.data());
+          }
+        })
+        .start();
+
+    assertThat(Membership.join(noAttach, "workers", "a").data(Map.of("k", "v")).maxMembers(2).join())
+        .as("failed at once, before anything was acquired")
+        .isCompletedExceptionally()
+        .failsWithin(Duration.ZERO)
+        .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+        .havingCause()
+        .isInstanceOf(UnsupportedOperationException.class)
+        .extracting(Throwable::getMessage).asString().startsWith("cannot join group 'workers' with data: attached keys are not supported");
+    assertThat(settle(Membership.list(process, "workers", 2))).isEmpty();
+
+    Member a = settle(Membership.join(noAttach, "workers", "a").maxMembers(2).scheduler(cluster.scheduler()).join());
+    cluster.run(Duration.ofSeconds(3));
+    assertThat(a.checkAlive()).isTrue();
+    assertThat(seen).containsExactly("a {}");
+    assertThat(view.members()).hasSize(1);
+  }
+
+  /** Delegates to a memory backend, but its leases cannot attach keys (the interface's default). */
+  private record NoAttachBackend(MemoryBackend inner) implements io.leasehold.LeaseBackend {
+    @Override
+    public io.leasehold.Lease newLease(io.leasehold.LeaseSettings settings) {
+      io.leasehold.Lease l = inner.newLease(settings);
+      return new io.leasehold.Lease() {
+        @Override public String name() { return l.name(); }
+        @Override public String owner() { return l.owner(); }
+        @Override public io.leasehold.HolderId holder() { return l.holder(); }
+        @Override public io.leasehold.LeaseSettings settings() { return l.settings(); }
+        @Override public CompletableFuture<Boolean> acquire() { return l.acquire(); }
+        @Override public CompletableFuture<Void> release() { return l.release(); }
+        @Override public boolean checkAlive() { return l.checkAlive(); }
+        @Override public Duration remaining() { return l.remaining(); }
+        @Override public java.util.OptionalLong fencingToken() { return l.fencingToken(); }
+        @Override public io.leasehold.Subscription onLost(java.util.function.Consumer<LeaseLost> h) { return l.onLost(h); }
+        @Override public void close() { l.close(); }
+      };
+    }
+
+    @Override
+    public io.leasehold.Subscription observe(String name, io.leasehold.LeaseObserver observer) {
+      return inner.observe(name, observer);
+    }
+
+    @Override
+    public CompletableFuture<LeaseState> read(String name) {
+      return inner.read(name);
+    }
+
+    @Override
+    public String uri() {
+      return "no-attach:";
+    }
+
+    @Override
+    public void close() {}
+  }
 }
