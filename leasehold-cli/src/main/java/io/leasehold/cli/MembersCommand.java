@@ -2,6 +2,8 @@ package io.leasehold.cli;
 
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseException;
+import io.leasehold.LeaseLost;
+import io.leasehold.recipes.Member;
 import io.leasehold.recipes.GroupListener;
 import io.leasehold.recipes.GroupMember;
 import io.leasehold.recipes.GroupView;
@@ -20,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -38,11 +41,14 @@ import picocli.CommandLine.Spec;
           + " (where the store records it) and the data it joined with.",
       "With --watch: prints each member already there as JOINED, then one line per JOINED or LEFT"
           + " (with why: RELEASED, EXPIRED, REVOKED, TAKEN_OVER, GAP) until interrupted.",
+      "With --join ID: joins the group as ID with the --data given, prints the slot it took, and"
+          + " stays a member until Ctrl-C (then leaves: releases the slot).",
       "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
           + Backends.DEV_URI,
       "Exits 0 when the store answered (or when interrupted, or after --count lines with --watch),"
           + " 1 if it did not answer in time or the backend cannot read or observe leases, 2 for bad"
-          + " options."
+          + " options. With --join: 0 after Ctrl-C (it left), 1 if it could not join (the group is"
+          + " full, no answer), 70 if it was cut off and lost its slot."
     })
 final class MembersCommand implements Callable<Integer> {
 
@@ -75,10 +81,29 @@ final class MembersCommand implements Callable<Integer> {
   private Integer count;
 
   @Option(
+      names = "--join",
+      paramLabel = "ID",
+      description = "Join the group as member ID and stay until Ctrl-C.")
+  private String joinAs;
+
+  @Option(
+      names = "--data",
+      paramLabel = "KEY=VALUE",
+      description = "With --join: the member's data, repeatable; keys of A-Z a-z 0-9 . _ - (1 to 128), values up to 4096 characters.")
+  private Map<String, String> data;
+
+  @Option(
+      names = "--ttl",
+      paramLabel = "DURATION",
+      defaultValue = "15s",
+      description = "With --join: the slot lease's TTL, 5s to 24h (1ms on memory:) (default: ${DEFAULT-VALUE}).")
+  private Duration ttl;
+
+  @Option(
       names = "--timeout",
       paramLabel = "DURATION",
       defaultValue = "10s",
-      description = "Without --watch: how long to wait for the answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
+      description = "Without --watch: how long to wait for the answer (with --join: to join), 100ms to 1m (default: ${DEFAULT-VALUE}).")
   private Duration timeout;
 
   @Override
@@ -96,8 +121,86 @@ final class MembersCommand implements Callable<Integer> {
           watch ? "--count must be between 1 and 1000000; was " + count : "--count needs --watch");
     }
     String uri = Backends.orDefault(backend);
+    if (joinAs != null) {
+      checkJoin(uri);
+    } else if (data != null) {
+      throw new ParameterException(spec.commandLine(), "--data needs --join");
+    }
     try (LeaseBackend store = LeaseCommands.open(spec, uri, backend != null)) {
+      if (joinAs != null) {
+        Membership.Joiner joiner =
+            Membership.join(store, group, joinAs).maxMembers(maxMembers).settings(b -> b.ttl(ttl));
+        try {
+          joiner.data(data != null ? data : Map.of()); // checked here; nothing is sent yet
+        } catch (IllegalArgumentException e) {
+          throw new ParameterException(spec.commandLine(), "--data: " + e.getMessage());
+        }
+        return join(joiner, uri);
+      }
       return watch ? watch(store) : list(store, uri);
+    }
+  }
+
+  /** Checks the --join options before anything is opened. */
+  private void checkJoin(String uri) {
+    if (watch || json || count != null) {
+      throw new ParameterException(spec.commandLine(), "--join cannot be combined with --watch, --json or --count");
+    }
+    Duration minTtl = Backends.minTtl(uri);
+    if (ttl.compareTo(minTtl) < 0 || ttl.compareTo(Backends.MAX_TTL) > 0) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "--ttl must be between " + Durations.format(minTtl) + " and " + Durations.format(Backends.MAX_TTL)
+              + "; was " + Durations.format(ttl));
+    }
+    if (joinAs.isBlank()) {
+      throw new ParameterException(spec.commandLine(), "--join: the member id must not be blank");
+    }
+  }
+
+  /** Joins, stays until Ctrl-C or an interrupt, then leaves; or exits 70 if the slot is lost. */
+  private int join(Membership.Joiner joiner, String uri) throws InterruptedException {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    Member member;
+    try {
+      member = groupChecked(joiner::join).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (UnsupportedOperationException e) {
+      return LeaseCommands.fail(err, "members", e.getMessage());
+    } catch (TimeoutException e) {
+      return LeaseCommands.fail(err, "members", "could not join within " + Durations.format(timeout) + " (" + uri
+          + " did not answer in time)");
+    } catch (ExecutionException | CompletionException e) {
+      Throwable cause = e.getCause();
+      return LeaseCommands.fail(err, "members", String.valueOf(cause.getMessage()));
+    }
+    AtomicReference<LeaseLost> lost = new AtomicReference<>();
+    Thread self = Thread.currentThread();
+    try (Foreground fg = new Foreground(); member) {
+      member.onLeft(
+          reason -> {
+            lost.set(reason);
+            self.interrupt(); // wakes the wait below
+          });
+      out.println("joined group '" + group + "' as " + member.memberId() + " in slot " + member.slot() + " with token "
+          + member.token() + "; Ctrl-C leaves");
+      out.flush();
+      fg.await(null);
+      LeaseLost why = lost.get();
+      if (why != null) {
+        err.println("leasehold members: left group '" + group + "' against its will: " + why);
+        err.flush();
+        return ExitStatus.LOST;
+      }
+      try {
+        member.leave().get(ttl.toMillis(), TimeUnit.MILLISECONDS);
+        out.println("left group '" + group + "'");
+      } catch (ExecutionException | TimeoutException e) {
+        err.println("leasehold members: the store did not confirm the leave; the slot expires within " + Durations.format(ttl));
+      }
+      out.flush();
+      err.flush();
+      return 0;
     }
   }
 

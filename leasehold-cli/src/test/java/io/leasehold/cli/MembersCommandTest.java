@@ -68,6 +68,30 @@ class MembersCommandTest {
 
       Cli none = Cli.run("members", "workers", "--backend", cluster.uri(), "--max-members", "4");
       assertThat(none.out()).isEqualTo("group 'workers' has no members%n".formatted());
+
+      // --join: a member from the shell, until interrupted (Ctrl-C in a terminal).
+      StringWriter joinOut = new StringWriter();
+      StringWriter joinErr = new StringWriter();
+      CompletableFuture<Integer> joined = new CompletableFuture<>();
+      Thread shell =
+          new Thread(
+              () -> joined.complete(
+                  Main.commandLine()
+                      .setOut(new PrintWriter(joinOut, true))
+                      .setErr(new PrintWriter(joinErr, true))
+                      .execute("members", "workers", "--backend", cluster.uri(), "--max-members", "4",
+                          "--join", "node-2", "--data", "address=10.0.0.2:8080", "--ttl", "5s")));
+      shell.start();
+      await("the shell member joins").atMost(Duration.ofSeconds(30))
+          .until(() -> joinOut.toString().contains("joined group 'workers' as node-2"));
+      assertThat(Membership.list(backend, "workers", 4).get(20, TimeUnit.SECONDS))
+          .extracting(m -> m.memberId() + " " + m.data())
+          .containsExactly("node-2 {address=10.0.0.2:8080}");
+      shell.interrupt();
+      assertThat(joined.get(60, TimeUnit.SECONDS)).as(joinErr.toString()).isZero();
+      System.out.print(joinOut);
+      assertThat(joinOut.toString()).endsWith("left group 'workers'%n".formatted());
+      assertThat(Membership.list(backend, "workers", 4).get(20, TimeUnit.SECONDS)).isEmpty();
     }
   }
 
@@ -82,6 +106,15 @@ class MembersCommandTest {
     Cli group = Cli.run("members", "g".repeat(250), "--backend", "memory:");
     assertThat(group.exitCode()).isEqualTo(2);
     assertThat(group.err()).contains("GROUP: group '" + "g".repeat(250) + "' does not make valid slot lease names");
+    Cli data = Cli.run("members", "workers", "--backend", "memory:", "--data", "k=v");
+    assertThat(data.exitCode()).isEqualTo(2);
+    assertThat(data.err()).contains("--data needs --join");
+    Cli key = Cli.run("members", "workers", "--backend", "memory:", "--join", "n", "--data", "bad key=v");
+    assertThat(key.exitCode()).isEqualTo(2);
+    assertThat(key.err()).contains("--data: data key may contain only A-Z a-z 0-9 . _ -; found ' '");
+    Cli both = Cli.run("members", "workers", "--backend", "memory:", "--join", "n", "--watch");
+    assertThat(both.exitCode()).isEqualTo(2);
+    assertThat(both.err()).contains("--join cannot be combined with --watch, --json or --count");
     Cli empty = Cli.run("members", "workers", "--backend", "memory:");
     assertThat(empty.exitCode()).isZero();
     assertThat(empty.out()).isEqualTo("group 'workers' has no members%n".formatted());
