@@ -354,10 +354,11 @@ public final class Membership {
                                 if (e != null) {
                                   discard(lease).whenComplete((v2, e2) -> joined.completeExceptionally(unwrap(e)));
                                 } else if (!member.joined()) {
-                                  joined.completeExceptionally(
+                                  IllegalStateException lost =
                                       new IllegalStateException(
                                           "joining group '" + group + "' as " + memberId + ": slot " + slot
-                                              + " was lost while the data was written"));
+                                              + " was lost while the data was written");
+                                  discard(lease).whenComplete((v2, e2) -> joined.completeExceptionally(lost));
                                 } else {
                                   log.info("Joined group '{}' as {} in slot {}", group, memberId, slot);
                                   joined.complete(member);
