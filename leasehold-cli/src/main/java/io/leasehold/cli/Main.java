@@ -57,6 +57,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       AdminCommand.class,
       GetCommand.class,
       WatchCommand.class,
+      MembersCommand.class,
       RunCommand.class,
       DemoCommand.class,
       HelpCommand.class
