@@ -2,6 +2,7 @@ package io.leasehold.client;
 
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.Scheduler;
 import io.leasehold.Ticker;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
@@ -10,7 +11,6 @@ import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
 import io.leasehold.core.proto.RevokedTenure;
-import io.leasehold.spi.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

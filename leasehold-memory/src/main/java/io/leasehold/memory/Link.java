@@ -2,12 +2,12 @@ package io.leasehold.memory;
 
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
+import io.leasehold.Scheduler;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.LeaseStore;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.RenewResult;
-import io.leasehold.spi.Scheduler;
 import io.leasehold.spi.Tenure;
 import java.time.Duration;
 import java.util.ArrayList;

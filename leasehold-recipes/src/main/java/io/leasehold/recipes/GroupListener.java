@@ -1,10 +1,11 @@
 package io.leasehold.recipes;
 
 import io.leasehold.LeaseEvent;
+import io.leasehold.Scheduler;
 
 /**
  * Told of joins and leaves by a {@link GroupView}. Calls come one at a time, in order (for each
- * slot, a member's {@code joined} before its {@code left}), on the view's {@link RecipeScheduler};
+ * slot, a member's {@code joined} before its {@code left}), on the view's {@link Scheduler};
  * a listener that throws is logged and stays registered.
  */
 public interface GroupListener {

@@ -4,6 +4,7 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseState;
+import io.leasehold.Scheduler;
 import io.leasehold.Subscription;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ public final class GroupView implements AutoCloseable {
   private final String group;
   private final int maxMembers;
   private final GroupListener listener;
-  private final RecipeScheduler scheduler;
+  private final Scheduler scheduler;
   private final long dataWaitNanos;
   private final Slot[] slots;
   private final List<Subscription> subscriptions = new ArrayList<>();
@@ -148,8 +149,8 @@ public final class GroupView implements AutoCloseable {
   private void end(Slot s, LeaseEvent.Type why) {
     s.generation++;
     s.pending = null;
-    s.cancelRetry.run();
-    s.cancelRetry = () -> {};
+    s.cancelRetry.cancel();
+    s.cancelRetry = Scheduler.Cancellable.NONE;
     GroupMember gone = s.reported;
     if (gone != null) {
       s.reported = null;
@@ -251,7 +252,7 @@ public final class GroupView implements AutoCloseable {
       subs = List.copyOf(subscriptions);
       subscriptions.clear();
       for (Slot s : slots) {
-        s.cancelRetry.run();
+        s.cancelRetry.cancel();
       }
     }
     subs.forEach(Subscription::cancel);
@@ -273,7 +274,7 @@ public final class GroupView implements AutoCloseable {
     int generation; // counts changes: a read answered after one is ignored
     long waited; // nanos of backoff spent waiting for the data
     long nextRetry;
-    Runnable cancelRetry = () -> {};
+    Scheduler.Cancellable cancelRetry = Scheduler.Cancellable.NONE;
 
     Slot(int index) {
       this.index = index;
@@ -286,7 +287,7 @@ public final class GroupView implements AutoCloseable {
     private final String group;
     private int maxMembers = Membership.DEFAULT_MAX_MEMBERS;
     private GroupListener listener = new GroupListener() {};
-    private RecipeScheduler scheduler = RecipeScheduler.system();
+    private Scheduler scheduler = SharedScheduler.INSTANCE;
     private Duration dataWait = Duration.ofSeconds(15);
 
     private Builder(LeaseBackend backend, String group) {
@@ -319,12 +320,12 @@ public final class GroupView implements AutoCloseable {
     }
 
     /**
-     * Where reads are retried and the listener is called. Default: {@link RecipeScheduler#system()}.
+     * Where reads are retried and the listener is called. Default: {@link the shared recipe thread}.
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this builder
      */
-    public Builder scheduler(RecipeScheduler scheduler) {
+    public Builder scheduler(Scheduler scheduler) {
       this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }

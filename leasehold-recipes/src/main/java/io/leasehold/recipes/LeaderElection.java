@@ -5,6 +5,7 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseLost;
+import io.leasehold.Scheduler;
 import io.leasehold.Subscription;
 import io.leasehold.recipes.LeadershipListener.Why;
 import java.time.Duration;
@@ -88,7 +89,7 @@ public final class LeaderElection implements AutoCloseable {
   private final Lease lease;
   private final LeaderWork work;
   private final Executor workExecutor;
-  private final RecipeScheduler scheduler;
+  private final Scheduler scheduler;
   private final Duration stopTimeout;
   private final List<LeadershipListener> listeners;
   private final LeaseBackend observeOn; // null: poll only
@@ -98,7 +99,7 @@ public final class LeaderElection implements AutoCloseable {
   // Guarded by lock.
   private final Backoff backoff;
   private State state = State.NEW;
-  private Runnable cancelRetry = () -> {};
+  private Scheduler.Cancellable cancelRetry = Scheduler.Cancellable.NONE;
   private Subscription lostSubscription;
   private Subscription observation; // while following, where the backend can observe
   private boolean observing; // observation set, or being subscribed
@@ -416,7 +417,7 @@ public final class LeaderElection implements AutoCloseable {
       if (state != State.CONTENDING || term != null) {
         return;
       }
-      cancelRetry.run();
+      cancelRetry.cancel();
       long quarter = Math.min(lease.settings().retryInterval().toNanos(), MAX_JITTER_BASE) / 4;
       cancelRetry = scheduler.schedule(this::contend, random.nextLong(quarter + 1));
     }
@@ -464,7 +465,7 @@ public final class LeaderElection implements AutoCloseable {
         return;
       }
       state = State.CLOSED;
-      cancelRetry.run();
+      cancelRetry.cancel();
       t = term;
       subscription = lostSubscription;
     }
@@ -622,7 +623,7 @@ public final class LeaderElection implements AutoCloseable {
     private final List<LeadershipListener> listeners = new ArrayList<>();
     private Executor workExecutor;
     private LeaseBackend observeOn;
-    private RecipeScheduler scheduler = RecipeScheduler.system();
+    private Scheduler scheduler = SharedScheduler.INSTANCE;
     private RandomGenerator random = RandomGenerator.getDefault();
     private Duration initialBackoff;
     private Duration maxBackoff;
@@ -667,12 +668,12 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     /**
-     * Where retries and listener calls run. Default: {@link RecipeScheduler#system()}.
+     * Where retries and listener calls run. Default: {@link the shared recipe thread}.
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this builder
      */
-    public Builder scheduler(RecipeScheduler scheduler) {
+    public Builder scheduler(Scheduler scheduler) {
       this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }

@@ -1,8 +1,10 @@
 package io.leasehold.recipes;
 
+import io.leasehold.Scheduler;
+
 /**
  * Told when a {@link LeaderElection} starts and stops leading. Called on the election's {@link
- * RecipeScheduler}, one call at a time and in order, never on the lease's renewal path; a listener
+ * Scheduler}, one call at a time and in order, never on the lease's renewal path; a listener
  * that throws is logged and harms nothing else. By the time a listener runs, the state it reports
  * may already have changed again: use {@link LeaderElection#isLeader()} for decisions.
  */

@@ -2,6 +2,7 @@ package io.leasehold.recipes;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseLost;
+import io.leasehold.Scheduler;
 import io.leasehold.Subscription;
 import java.util.List;
 import java.util.Objects;
@@ -28,7 +29,7 @@ public final class Member implements AutoCloseable {
   private final String memberId;
   private final int slot;
   private final Lease lease;
-  private final RecipeScheduler scheduler;
+  private final Scheduler scheduler;
   private final List<Consumer<LeaseLost>> handlers = new CopyOnWriteArrayList<>();
   private final Object lock = new Object();
 
@@ -37,7 +38,7 @@ public final class Member implements AutoCloseable {
   private long token = -1; // the tenure's token, once joined
 
   /** Registers the loss relay before the slot is acquired, so no loss can slip past it. */
-  Member(String group, String memberId, int slot, Lease lease, RecipeScheduler scheduler) {
+  Member(String group, String memberId, int slot, Lease lease, Scheduler scheduler) {
     this.group = group;
     this.memberId = memberId;
     this.slot = slot;

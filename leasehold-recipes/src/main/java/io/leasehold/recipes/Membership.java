@@ -5,6 +5,7 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseHolding;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseState;
+import io.leasehold.Scheduler;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -208,7 +209,7 @@ public final class Membership {
     private Map<String, String> data = Map.of();
     private int maxMembers = DEFAULT_MAX_MEMBERS;
     private UnaryOperator<LeaseSettings.Builder> settings = UnaryOperator.identity();
-    private RecipeScheduler scheduler = RecipeScheduler.system();
+    private Scheduler scheduler = SharedScheduler.INSTANCE;
 
     private Joiner(LeaseBackend backend, String group, String memberId) {
       this.backend = Objects.requireNonNull(backend, "backend");
@@ -261,12 +262,12 @@ public final class Membership {
 
     /**
      * Where the join's steps and late {@link Member#onLeft} calls run. Default: {@link
-     * RecipeScheduler#system()}.
+     * the shared recipe thread}.
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this joiner
      */
-    public Joiner scheduler(RecipeScheduler scheduler) {
+    public Joiner scheduler(Scheduler scheduler) {
       this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }

@@ -1,5 +1,6 @@
 package io.leasehold.recipes;
 
+import io.leasehold.Scheduler;
 import static org.awaitility.Awaitility.await;
 
 import io.leasehold.Lease;
@@ -40,11 +41,8 @@ final class Cluster implements AutoCloseable {
   final List<Node> nodes = new ArrayList<>();
   final AtomicInteger twoLeadersAtOnce = new AtomicInteger();
 
-  RecipeScheduler scheduler() {
-    return (task, delayNanos) -> {
-      var handle = clock.schedule(task, delayNanos);
-      return handle::cancel;
-    };
+  Scheduler scheduler() {
+    return clock; // one virtual clock drives the leases and the recipes
   }
 
   static LeaseSettings settings(String owner) {

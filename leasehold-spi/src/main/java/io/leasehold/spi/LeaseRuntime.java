@@ -1,5 +1,6 @@
 package io.leasehold.spi;
 
+import io.leasehold.Scheduler;
 import io.leasehold.Ticker;
 import java.util.Objects;
 import java.util.concurrent.Executor;

@@ -7,6 +7,7 @@ import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
+import io.leasehold.Scheduler;
 import io.leasehold.Subscription;
 import io.leasehold.Ticker;
 import java.time.Duration;

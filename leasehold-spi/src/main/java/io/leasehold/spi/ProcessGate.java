@@ -1,5 +1,6 @@
 package io.leasehold.spi;
 
+import io.leasehold.Scheduler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;

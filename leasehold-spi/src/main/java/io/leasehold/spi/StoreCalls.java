@@ -4,6 +4,7 @@ import io.leasehold.LeaseException;
 import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
+import io.leasehold.Scheduler;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;

@@ -1,5 +1,6 @@
 package io.leasehold.spi;
 
+import io.leasehold.Scheduler;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;

@@ -1,6 +1,7 @@
 package io.leasehold.spi;
 
 import io.leasehold.LeaseLost;
+import io.leasehold.Scheduler;
 import io.leasehold.Ticker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

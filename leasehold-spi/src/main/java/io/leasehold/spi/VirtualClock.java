@@ -1,5 +1,6 @@
 package io.leasehold.spi;
 
+import io.leasehold.Scheduler;
 import io.leasehold.Ticker;
 import java.time.Duration;
 import java.util.Objects;

@@ -1,5 +1,6 @@
 package io.leasehold.spi;
 
+import io.leasehold.Scheduler;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;

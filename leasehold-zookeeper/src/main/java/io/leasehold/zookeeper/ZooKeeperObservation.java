@@ -1,10 +1,10 @@
 package io.leasehold.zookeeper;
 
-import io.leasehold.spi.OpenObservations;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
+import io.leasehold.Scheduler;
 import io.leasehold.spi.Observation;
-import io.leasehold.spi.Scheduler;
+import io.leasehold.spi.OpenObservations;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;

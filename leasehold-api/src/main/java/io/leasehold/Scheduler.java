@@ -1,15 +1,17 @@
-package io.leasehold.spi;
+package io.leasehold;
 
 import java.util.concurrent.Executor;
 
 /**
- * Runs timed tasks for the leases of one backend: renewals, deadline checks, retries and
- * timeouts. Its delays run on the same clock as the {@link LeaseRuntime#ticker() ticker} it is
- * paired with, so a virtual clock can drive both.
+ * Runs short timed tasks: a backend's renewals, deadline checks, retries and timeouts, and the
+ * recipes' backoffs and listener calls. One time type for the whole library: its delays run on the
+ * clock of the {@link Ticker} it is paired with, so one virtual clock (the SPI's {@code
+ * VirtualClock} implements both) drives a backend's leases and the recipes built on them in tests.
  *
- * <p>Tasks must be short and never block; they share one thread. After the scheduler is shut
+ * <p>Tasks must be short and never block; they may share one thread. After a scheduler is shut
  * down, new tasks are dropped rather than rejected, so a late store reply cannot fail on it.
  */
+@FunctionalInterface
 public interface Scheduler extends Executor {
 
   /**
