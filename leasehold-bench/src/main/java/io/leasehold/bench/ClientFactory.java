@@ -1,7 +1,7 @@
 package io.leasehold.bench;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.util.Locale;
 
 /**
@@ -20,7 +20,7 @@ interface ClientFactory {
    */
   static ClientFactory forUri(String uri) {
     if (uri.strip().toLowerCase(Locale.ROOT).equals("memory:")) {
-      MemoryLeaseStore store = MemoryLeaseStore.create();
+      MemoryStore store = MemoryStore.create();
       return store::connect;
     }
     return () -> LeaseBackend.open(uri);

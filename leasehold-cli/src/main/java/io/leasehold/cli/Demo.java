@@ -1,7 +1,7 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseSettings;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,7 +38,7 @@ final class Demo {
     Timeline timeline = new Timeline(out, origin);
     DemoHistory history = new DemoHistory();
     FencedRegister register = new FencedRegister();
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     FaultScript.Plan plan = FaultScript.plan(config.duration(), config.ttl());
 
     List<DemoContender> contenders = new ArrayList<>();

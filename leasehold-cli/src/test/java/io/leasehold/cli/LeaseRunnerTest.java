@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.leasehold.Lease;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -32,7 +32,7 @@ class LeaseRunnerTest {
 
   @TempDir Path dir;
 
-  private final MemoryLeaseStore store = MemoryLeaseStore.create();
+  private final MemoryStore store = MemoryStore.create();
   private final MemoryBackend here = store.connect();
   private final MemoryBackend elsewhere = store.connect();
   private final StringWriter errText = new StringWriter();

@@ -3,7 +3,7 @@ package io.leasehold.jmh;
 import io.leasehold.Lease;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.OptionalLong;
@@ -49,7 +49,7 @@ public class CheckAliveBenchmark {
     /** Acquires the lease; a TTL of 30 s keeps it held, with real renewals, through every run. */
     @Setup(Level.Trial)
     public void acquire() {
-      backend = MemoryLeaseStore.create().connect();
+      backend = MemoryStore.create().connect();
       lease = backend.newLease(SETTINGS);
       if (!lease.acquire().join()) {
         throw new IllegalStateException("the benchmark lease was not acquired on a fresh store");
@@ -86,7 +86,7 @@ public class CheckAliveBenchmark {
     /** Acquires the lease, turning the virtual clock (by zero) until the store answered. */
     @Setup(Level.Trial)
     public void acquire() {
-      backend = MemoryLeaseStore.create(clock).connect();
+      backend = MemoryStore.create(clock).connect();
       lease = backend.newLease(SETTINGS);
       CompletableFuture<Boolean> acquired = lease.acquire();
       for (int i = 0; i < 100 && !acquired.isDone(); i++) {

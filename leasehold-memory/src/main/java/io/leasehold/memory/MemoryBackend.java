@@ -18,7 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * One simulated process's connection to a {@link MemoryLeaseStore}, and the {@link LeaseBackend}
+ * One simulated process's connection to a {@link MemoryStore}, and the {@link LeaseBackend}
  * its leases come from. Besides the backend contract it lets a test do to the process what
  * happens to real ones:
  *
@@ -38,23 +38,23 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class MemoryBackend implements LeaseBackend {
 
-  private final MemoryLeaseStore store;
+  private final MemoryStore store;
   private final String name;
   private final LeaseRuntime threads;
   private final LeaseRuntime runtime;
   private final ProcessGate gate = new ProcessGate();
   private final OpenLeases leases;
-  private final Link link;
+  private final MemoryLeaseStore link;
   private final Set<Observation> observations = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
-  MemoryBackend(MemoryLeaseStore store, VirtualClock clock, String name) {
+  MemoryBackend(MemoryStore store, VirtualClock clock, String name) {
     this.store = store;
     this.name = name;
     this.threads = clock != null ? LeaseRuntime.of(clock, clock, clock) : LeaseRuntime.system(name);
     this.runtime = gate.wrap(threads);
     this.leases = new OpenLeases(name);
-    this.link = new Link(store, leases, runtime.timers());
+    this.link = new MemoryLeaseStore(store, leases, runtime.timers());
   }
 
   /**
@@ -117,7 +117,7 @@ public final class MemoryBackend implements LeaseBackend {
   }
 
   /** {@return the store this process is connected to} */
-  public MemoryLeaseStore store() {
+  public MemoryStore store() {
     return store;
   }
 

@@ -3,7 +3,7 @@ package io.leasehold.memory;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 
-/** Serves {@code memory:}: each open makes a fresh {@link MemoryLeaseStore} and connects to it. */
+/** Serves {@code memory:}: each open makes a fresh {@link MemoryStore} and connects to it. */
 public final class MemoryBackendProvider implements LeaseBackendProvider {
 
   /** Called by {@link java.util.ServiceLoader}. */
@@ -19,8 +19,8 @@ public final class MemoryBackendProvider implements LeaseBackendProvider {
     if (!"memory:".equalsIgnoreCase(uri.strip())) {
       throw new IllegalArgumentException(
           "the memory backend takes no address or options: use 'memory:'; was '" + uri + "'."
-              + " To let several connections share one store, use MemoryLeaseStore.connect()");
+              + " To let several connections share one store, use MemoryStore.connect()");
     }
-    return MemoryLeaseStore.create().connect();
+    return MemoryStore.create().connect();
   }
 }

@@ -4,7 +4,7 @@ import io.leasehold.HolderId;
 import java.time.Duration;
 
 /**
- * A lease record as the {@link MemoryLeaseStore} holds it, for tests and tools to inspect.
+ * A lease record as the {@link MemoryStore} holds it, for tests and tools to inspect.
  *
  * @param name the lease name
  * @param holder who holds it

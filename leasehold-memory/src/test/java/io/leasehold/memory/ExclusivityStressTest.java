@@ -39,7 +39,7 @@ class ExclusivityStressTest {
     boolean cutOff;
     boolean paused;
 
-    Node(MemoryLeaseStore store, String owner, Duration ttl) {
+    Node(MemoryStore store, String owner, Duration ttl) {
       backend = store.connect();
       for (String name : NAMES) {
         leases.add(
@@ -86,7 +86,7 @@ class ExclusivityStressTest {
   void noTwoHoldersOverlapUnderARandomFaultScheduleOnVirtualTime() {
     Duration ttl = Duration.ofSeconds(5);
     VirtualClock clock = new VirtualClock(MemoryFixture.VIRTUAL_ORIGIN);
-    MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+    MemoryStore store = MemoryStore.create(clock);
     List<Node> nodes = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
       nodes.add(new Node(store, "node-" + i, ttl));
@@ -145,7 +145,7 @@ class ExclusivityStressTest {
     // Safety does not depend on timing, so a TTL this short is fair: it makes a run of a
     // second go through dozens of tenures and faults.
     Duration ttl = Duration.ofMillis(20);
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     List<Node> nodes = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       nodes.add(new Node(store, "node-" + i, ttl));

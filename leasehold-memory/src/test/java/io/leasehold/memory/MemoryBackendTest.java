@@ -21,7 +21,7 @@ class MemoryBackendTest {
   private static final Duration TTL = Duration.ofSeconds(10);
 
   private final VirtualClock clock = new VirtualClock(MemoryFixture.VIRTUAL_ORIGIN);
-  private final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+  private final MemoryStore store = MemoryStore.create(clock);
   private final MemoryBackend nodeA = store.connect();
   private final MemoryBackend nodeB = store.connect();
 
@@ -172,7 +172,7 @@ class MemoryBackendTest {
   /** Found in review: a release still pending when its backend closed was never answered. */
   @Test
   void closingTheBackendAnswersAReleaseTheStoreHasNotConfirmed() {
-    MemoryBackend node = MemoryLeaseStore.create().connect();
+    MemoryBackend node = MemoryStore.create().connect();
     Lease lease =
         node.newLease(
             LeaseSettings.builder("jobs", "a")

@@ -16,11 +16,11 @@ final class MemoryFixture implements ContractFixture {
    */
   static final long VIRTUAL_ORIGIN = Long.MAX_VALUE - Duration.ofSeconds(20).toNanos();
 
-  private final MemoryLeaseStore store;
+  private final MemoryStore store;
   private final TimeControl time;
   private final Duration ttl;
 
-  private MemoryFixture(MemoryLeaseStore store, TimeControl time, Duration ttl) {
+  private MemoryFixture(MemoryStore store, TimeControl time, Duration ttl) {
     this.store = store;
     this.time = time;
     this.ttl = ttl;
@@ -29,16 +29,16 @@ final class MemoryFixture implements ContractFixture {
   static MemoryFixture virtualTime() {
     VirtualClock clock = new VirtualClock(VIRTUAL_ORIGIN);
     return new MemoryFixture(
-        MemoryLeaseStore.create(clock),
+        MemoryStore.create(clock),
         TimeControl.virtual(clock, clock::advance, Duration.ofMillis(10)),
         Duration.ofSeconds(10));
   }
 
   static MemoryFixture realTime() {
-    return new MemoryFixture(MemoryLeaseStore.create(), TimeControl.realTime(), Duration.ofSeconds(1));
+    return new MemoryFixture(MemoryStore.create(), TimeControl.realTime(), Duration.ofSeconds(1));
   }
 
-  MemoryLeaseStore store() {
+  MemoryStore store() {
     return store;
   }
 

@@ -36,11 +36,11 @@ class ReadmeExampleTest {
     }
   }
 
-  /** The example of docs/testing.md and of MemoryLeaseStore's Javadoc. */
+  /** The example of docs/testing.md and of MemoryStore's Javadoc. */
   @Test
   void theVirtualTimeExampleWorksAsDocumented() {
     VirtualClock clock = new VirtualClock();
-    MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+    MemoryStore store = MemoryStore.create(clock);
     MemoryBackend node1 = store.connect();
     MemoryBackend node2 = store.connect();
     Lease a = node1.newLease(LeaseSettings.builder("jobs", "node-1").build());
@@ -60,7 +60,7 @@ class ReadmeExampleTest {
   @Test
   void theReadmeExampleRunsAndStopsItsWorkWhenTheLeaseIsLost() {
     ExecutorService executor = Executors.newSingleThreadExecutor();
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     try (MemoryBackend backend = store.connect(); // the README opens LeaseBackend.open("memory:")
         Lease lease =
             backend.newLease(

@@ -7,7 +7,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 1, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class MeteredLeaseBackendTest {
 
-  private final MemoryLeaseStore store = MemoryLeaseStore.create();
+  private final MemoryStore store = MemoryStore.create();
   private final MemoryBackend node1 = store.connect();
   private final MemoryBackend node2 = store.connect();
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();

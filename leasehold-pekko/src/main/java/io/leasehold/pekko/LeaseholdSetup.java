@@ -11,7 +11,7 @@ import org.apache.pekko.actor.setup.Setup;
  * made in code, for example a connection to a shared in-memory store in tests.
  *
  * <pre>{@code
- * MemoryLeaseStore store = MemoryLeaseStore.create();
+ * MemoryStore store = MemoryStore.create();
  * MemoryBackend node1 = store.connect();
  * ActorSystem system = ActorSystem.create("app",
  *     ActorSystemSetup.create(BootstrapSetup.create(config), LeaseholdSetup.create(uri -> node1)));

@@ -7,7 +7,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.leasehold.LeaseLost;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,7 +43,7 @@ class LeaseholdLeaseTest {
   static final String NAME = "orders-singleton";
 
   private final VirtualClock clock = new VirtualClock();
-  private final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+  private final MemoryStore store = MemoryStore.create(clock);
   private final List<ActorSystem> systems = new ArrayList<>();
 
   @AfterEach

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(90)
 class MemorySingletonTest {
 
-  private final MemoryLeaseStore store = MemoryLeaseStore.create();
+  private final MemoryStore store = MemoryStore.create();
   private final TenureLog log = new TenureLog();
   private final TestCluster cluster = new TestCluster("memory-singleton");
 

@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.leasehold.Lease;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.leasehold.recipes.LeadershipListener.Why;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
@@ -36,7 +36,7 @@ final class Cluster implements AutoCloseable {
   static final Duration STEP = Duration.ofMillis(50);
 
   final VirtualClock clock = new VirtualClock(Long.MAX_VALUE - Duration.ofSeconds(30).toNanos());
-  final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+  final MemoryStore store = MemoryStore.create(clock);
   final WorkRegister register = new WorkRegister();
   final List<Node> nodes = new ArrayList<>();
   final AtomicInteger twoLeadersAtOnce = new AtomicInteger();

@@ -7,7 +7,7 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseLost;
 import io.leasehold.LeaseSettings;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Timeout;
 class GatedExecutorTest {
 
   private final VirtualClock clock = new VirtualClock();
-  private final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
+  private final MemoryStore store = MemoryStore.create(clock);
   private final MemoryBackend node = store.connect();
   private final MemoryBackend other = store.connect();
   private final Lease lease =

@@ -1,7 +1,7 @@
 package io.leasehold.shedlock;
 
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.util.concurrent.TimeUnit;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.test.support.AbstractExtensibleLockProviderIntegrationTest;
@@ -22,7 +22,7 @@ class MemoryLockProviderTest extends AbstractExtensibleLockProviderIntegrationTe
 
   @BeforeEach
   void start() {
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     node = store.connect();
     otherNode = store.connect();
     provider = LeaseholdLockProvider.builder(node).owner("shedlock-test").build();

@@ -12,7 +12,7 @@ import java.util.PriorityQueue;
  * A backend whose runtime is {@code LeaseRuntime.of(clock, clock, clock)} runs every renewal,
  * deadline, retry, timeout and loss handler on virtual time, so a test covers minutes of lease
  * life in milliseconds and never sleeps (the memory backend takes one in {@code
- * MemoryLeaseStore.create(VirtualClock)}).
+ * MemoryStore.create(VirtualClock)}).
  *
  * <p>Tasks due at once, such as {@link io.leasehold.Lease#onLost} handlers, run on the next
  * {@code advance}, even {@code advance(Duration.ZERO)}. Thread-safe; one advance runs at a time.

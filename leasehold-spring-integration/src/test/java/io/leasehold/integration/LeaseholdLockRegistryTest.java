@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.leasehold.LeaseLost;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import java.time.Duration;
 import java.util.ConcurrentModificationException;
 import java.util.List;
@@ -25,7 +25,7 @@ class LeaseholdLockRegistryTest {
 
   private static final Duration TTL = Duration.ofMillis(900);
 
-  private MemoryLeaseStore store;
+  private MemoryStore store;
   private MemoryBackend node1;
   private MemoryBackend node2;
   private LeaseholdLockRegistry registry1;
@@ -33,7 +33,7 @@ class LeaseholdLockRegistryTest {
 
   @BeforeEach
   void start() {
-    store = MemoryLeaseStore.create();
+    store = MemoryStore.create();
     node1 = store.connect();
     node2 = store.connect();
     registry1 = new LeaseholdLockRegistry(node1, "node-1", TTL);

@@ -7,7 +7,7 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
 import io.leasehold.integration.LeaseholdLockRegistry;
 import io.leasehold.memory.MemoryBackend;
-import io.leasehold.memory.MemoryLeaseStore;
+import io.leasehold.memory.MemoryStore;
 import io.leasehold.recipes.LeadershipListener.Why;
 import java.time.Duration;
 import java.util.List;
@@ -106,7 +106,7 @@ class LeaseholdLeaderInitiatorTest {
 
   @Test
   void closingTheContextHandsEveryLeaseOnAtOnce() throws Exception {
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     try (LeaseBackend otherProcess = store.connect()) {
       runner
           .withPropertyValues("leasehold.lease.ttl=60s", "leasehold.leader-election.orders.lease-name=orders-leader")
@@ -150,7 +150,7 @@ class LeaseholdLeaderInitiatorTest {
 
   @Test
   void theRevokedEventComesWhileTheLeaseIsStillHeld() throws Exception {
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     List<Boolean> heldAtRevoke = new CopyOnWriteArrayList<>();
     ApplicationListener<LeaderRevokedEvent> stopsLeaderWork =
         event -> heldAtRevoke.add(store.lookup("orders-leader").isPresent());
@@ -166,7 +166,7 @@ class LeaseholdLeaderInitiatorTest {
 
   @Test
   void stoppingAnInitiatorReleasesItsLeaseWhileTheBackendStaysOpen() throws Exception {
-    MemoryLeaseStore store = MemoryLeaseStore.create();
+    MemoryStore store = MemoryStore.create();
     try (LeaseBackend otherProcess = store.connect()) {
       runner
           .withPropertyValues("leasehold.lease.ttl=60s", "leasehold.leader-election.orders.lease-name=orders-leader")

@@ -16,13 +16,13 @@ import org.junit.jupiter.api.Timeout;
 
 /** The store's side of the contract, request by request, as every backend's store must answer. */
 @Timeout(30)
-class MemoryLeaseStoreTest {
+class MemoryStoreTest {
 
   private static final Duration TTL = Duration.ofSeconds(10);
 
   private final VirtualClock clock = new VirtualClock(Long.MAX_VALUE - 1_000_000_000L);
-  private final MemoryLeaseStore store = MemoryLeaseStore.create(clock);
-  private final Link link = new Link(store, new OpenLeases("test"), clock);
+  private final MemoryStore store = MemoryStore.create(clock);
+  private final MemoryLeaseStore link = new MemoryLeaseStore(store, new OpenLeases("test"), clock);
   private final HolderId a = HolderId.newIncarnation("a");
   private final HolderId b = HolderId.newIncarnation("b");
 
