@@ -970,11 +970,18 @@ final class CoreState {
   /** Replaces the whole state with a snapshot's. */
   synchronized void readSnapshot(InputStream in) throws IOException {
     DataInputStream data = new DataInputStream(in);
-    int magic = data.readInt();
+    int magic;
+    int format;
+    try {
+      magic = data.readInt();
+      format = data.readInt();
+    } catch (java.io.EOFException e) {
+      // Else the refusal would be an EOFException without a message (found by CoreStateFuzzTest).
+      throw new IOException("snapshot is truncated: it ends inside its 8-byte header", e);
+    }
     if (magic != SNAPSHOT_MAGIC) {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
-    int format = data.readInt();
     if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
       throw new IOException(
           "snapshot format " + format + " is not supported by this version (it reads formats "
