@@ -996,6 +996,7 @@ final class CoreState {
     if (body == null) {
       throw new IOException("snapshot body is missing");
     }
+    refuseInconsistent(body);
     revision = body.getRevision();
     clockMillis = body.getClockMillis();
     sessions.clear();
@@ -1023,22 +1024,12 @@ final class CoreState {
       keys.put(kv.getKey(), kv);
       countLease(kv.getKey(), +1);
       if (kv.getSessionId() != 0) {
-        Session s = sessions.get(kv.getSessionId());
-        if (s == null) {
-          throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
-        }
-        s.keys.add(kv.getKey());
+        sessions.get(kv.getSessionId()).keys.add(kv.getKey());
       }
     }
     for (KeyValue tombstone : body.getRevokedLeasesList()) {
-      Session s = sessions.get(tombstone.getSessionId());
-      if (s == null || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
-        throw new IOException(
-            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
-                + " or is not a lease key");
-      }
       revokedLeases.put(tombstone.getKey(), tombstone);
-      s.revokedKeys.add(tombstone.getKey());
+      sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
     for (ClientCalls c : body.getClientsList()) {
       Calls calls = new Calls();
@@ -1054,6 +1045,27 @@ final class CoreState {
         c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
       }
       clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
+    }
+  }
+
+  /**
+   * Refuses a snapshot whose parts do not fit together, before the state is touched: a refused
+   * load must leave the state as it was, never half replaced (found by CoreStateFuzzTest).
+   */
+  private static void refuseInconsistent(SnapshotBody body) throws IOException {
+    java.util.Set<Long> ids = new java.util.HashSet<>();
+    body.getSessionsList().forEach(r -> ids.add(r.getId()));
+    for (KeyValue kv : body.getKeysList()) {
+      if (kv.getSessionId() != 0 && !ids.contains(kv.getSessionId())) {
+        throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
+      }
+    }
+    for (KeyValue tombstone : body.getRevokedLeasesList()) {
+      if (!ids.contains(tombstone.getSessionId()) || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
+        throw new IOException(
+            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
+                + " or is not a lease key");
+      }
     }
   }
 }
