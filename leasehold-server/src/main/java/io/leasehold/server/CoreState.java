@@ -486,6 +486,9 @@ final class CoreState {
       }
       range.remove();
       attachedKeys--;
+      // A key written there by a plain put may name a session: it must not stay in that session's
+      // keys, or the session's end would delete a key that is gone (CoreStateFuzzTest).
+      detach(entry.getValue());
       events.add(deleted(entry.getValue(), cause));
     }
   }
