@@ -492,6 +492,9 @@ final class CoreState {
       }
       range.remove();
       attachedKeys--;
+      // A key written there by a plain put may name a session: it must not stay in that session's
+      // keys, or the session's end would delete a key that is gone (CoreStateFuzzTest).
+      detach(entry.getValue());
       events.add(deleted(entry.getValue(), cause));
     }
   }
@@ -976,11 +979,18 @@ final class CoreState {
   /** Replaces the whole state with a snapshot's. */
   synchronized void readSnapshot(InputStream in) throws IOException {
     DataInputStream data = new DataInputStream(in);
-    int magic = data.readInt();
+    int magic;
+    int format;
+    try {
+      magic = data.readInt();
+      format = data.readInt();
+    } catch (java.io.EOFException e) {
+      // Else the refusal would be an EOFException without a message (found by CoreStateFuzzTest).
+      throw new IOException("snapshot is truncated: it ends inside its 8-byte header", e);
+    }
     if (magic != SNAPSHOT_MAGIC) {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
-    int format = data.readInt();
     if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
       throw new IOException(
           "snapshot format " + format + " is not supported by this version (it reads formats "
@@ -995,6 +1005,7 @@ final class CoreState {
     if (body == null) {
       throw new IOException("snapshot body is missing");
     }
+    refuseInconsistent(body);
     revision = body.getRevision();
     clockMillis = body.getClockMillis();
     sessions.clear();
@@ -1022,22 +1033,12 @@ final class CoreState {
       keys.put(kv.getKey(), kv);
       countLease(kv.getKey(), +1);
       if (kv.getSessionId() != 0) {
-        Session s = sessions.get(kv.getSessionId());
-        if (s == null) {
-          throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
-        }
-        s.keys.add(kv.getKey());
+        sessions.get(kv.getSessionId()).keys.add(kv.getKey());
       }
     }
     for (KeyValue tombstone : body.getRevokedLeasesList()) {
-      Session s = sessions.get(tombstone.getSessionId());
-      if (s == null || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
-        throw new IOException(
-            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
-                + " or is not a lease key");
-      }
       revokedLeases.put(tombstone.getKey(), tombstone);
-      s.revokedKeys.add(tombstone.getKey());
+      sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
     for (ClientCalls c : body.getClientsList()) {
       Calls calls = new Calls();
@@ -1053,6 +1054,27 @@ final class CoreState {
         c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
       }
       clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
+    }
+  }
+
+  /**
+   * Refuses a snapshot whose parts do not fit together, before the state is touched: a refused
+   * load must leave the state as it was, never half replaced (found by CoreStateFuzzTest).
+   */
+  private static void refuseInconsistent(SnapshotBody body) throws IOException {
+    java.util.Set<Long> ids = new java.util.HashSet<>();
+    body.getSessionsList().forEach(r -> ids.add(r.getId()));
+    for (KeyValue kv : body.getKeysList()) {
+      if (kv.getSessionId() != 0 && !ids.contains(kv.getSessionId())) {
+        throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
+      }
+    }
+    for (KeyValue tombstone : body.getRevokedLeasesList()) {
+      if (!ids.contains(tombstone.getSessionId()) || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
+        throw new IOException(
+            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
+                + " or is not a lease key");
+      }
     }
   }
 }

@@ -1,0 +1,250 @@
+package io.leasehold.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import io.leasehold.core.proto.AcquireRequest;
+import io.leasehold.core.proto.BatchRequest;
+import io.leasehold.core.proto.BatchResponse;
+import io.leasehold.core.proto.BatchResult;
+import io.leasehold.core.proto.CompareAndSetRequest;
+import io.leasehold.core.proto.DeleteRequest;
+import io.leasehold.core.proto.GetRequest;
+import io.leasehold.core.proto.GrantRequest;
+import io.leasehold.core.proto.KeepAliveRequest;
+import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.core.proto.LeaseholdGrpc;
+import io.leasehold.core.proto.PutRequest;
+import io.leasehold.core.proto.ReleaseRequest;
+import io.leasehold.core.proto.RevokeRequest;
+import io.leasehold.core.proto.SaveSnapshotRequest;
+import io.leasehold.core.proto.StatusRequest;
+import io.leasehold.core.proto.TransferLeaderRequest;
+import io.leasehold.core.proto.WatchRequest;
+import io.leasehold.core.proto.WatchResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Fuzz test of the client protocol at the edge (docs/testing.md, "Fuzzing"): arbitrary bytes,
+ * decoded as each request message the core accepts, sent to a real single-node core in this JVM
+ * through its gRPC service, as a client's call arrives. Every call ends either with an answer, or
+ * with one of the statuses the protocol documents (a refusal with {@code INVALID_ARGUMENT} that
+ * says why); never with {@code UNKNOWN} or {@code INTERNAL} (an exception that escaped), never
+ * with the node unable to serve. A refused write never reaches the log (counted by the node,
+ * after a barrier write of the test's own that is answered once applied).
+ *
+ * <p>Input: one byte choosing the request kind, then the request's bytes. Bytes that are not a
+ * valid message of that kind are skipped: gRPC refuses them before the service sees them.
+ */
+@Timeout(300)
+class ClientRequestFuzzTest {
+
+  /** What a call may end with besides OK: the statuses the service documents. */
+  private static final Set<Status.Code> DOCUMENTED =
+      Set.of(Status.Code.INVALID_ARGUMENT, Status.Code.NOT_FOUND, Status.Code.FAILED_PRECONDITION, Status.Code.DEADLINE_EXCEEDED);
+
+  private static LocalCluster cluster;
+  private static ManagedChannel channel;
+
+  @BeforeAll
+  static void startNode() throws Exception {
+    cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), "fuzz-requests-"), c -> c);
+    cluster.awaitLeader(Duration.ofSeconds(60));
+    Peer peer = cluster.peers().get(0);
+    channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).usePlaintext().build();
+  }
+
+  @AfterAll
+  static void stopNode() {
+    if (channel != null) {
+      channel.shutdownNow();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private static LeaseholdGrpc.LeaseholdBlockingStub stub() {
+    return LeaseholdGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+  }
+
+  private static long writes() {
+    return cluster.node(0).orElseThrow().snapshot().writes();
+  }
+
+  @FuzzTest
+  void everyRequestIsAnsweredOrRefusedWithADocumentedStatus(byte[] input) throws Exception {
+    if (input.length == 0) {
+      return;
+    }
+    byte[] message = Arrays.copyOfRange(input, 1, input.length);
+    long writesBefore = writes();
+    try {
+      switch ((input[0] & 0xFF) % 14) {
+        case 0 -> unary(() -> stub().grant(GrantRequest.parseFrom(message)), writesBefore);
+        case 1 -> unary(() -> stub().revoke(RevokeRequest.parseFrom(message)), writesBefore);
+        case 2 -> unary(() -> stub().put(PutRequest.parseFrom(message)), writesBefore);
+        case 3 -> unary(() -> stub().delete(DeleteRequest.parseFrom(message)), writesBefore);
+        case 4 -> unary(() -> stub().compareAndSet(CompareAndSetRequest.parseFrom(message)), writesBefore);
+        case 5 -> unary(() -> stub().acquire(AcquireRequest.parseFrom(message)), writesBefore);
+        case 6 -> unary(() -> stub().release(ReleaseRequest.parseFrom(message)), writesBefore);
+        case 7 -> batch(BatchRequest.parseFrom(message), writesBefore);
+        case 8 -> unary(() -> stub().get(GetRequest.parseFrom(message)), writesBefore);
+        case 9 -> watch(WatchRequest.parseFrom(message));
+        case 10 -> keepAlive(KeepAliveRequest.parseFrom(message));
+        case 11 -> unary(() -> stub().status(StatusRequest.parseFrom(message)), writesBefore);
+        case 12 -> unary(() -> stub().transferLeader(TransferLeaderRequest.parseFrom(message)), writesBefore);
+        default -> stub().saveSnapshot(SaveSnapshotRequest.parseFrom(message)).forEachRemaining(chunk -> {});
+      }
+    } catch (InvalidProtocolBufferException notAMessage) {
+      // gRPC's own decoding refuses these before the service is called.
+    }
+  }
+
+  /** A unary call: answered, or ended with a documented status; a refused one wrote nothing. */
+  private static void unary(ThrowingCall call, long writesBefore) throws InvalidProtocolBufferException {
+    try {
+      call.run();
+    } catch (StatusRuntimeException e) {
+      checkDocumented(e.getStatus().getCode(), e.getStatus().getDescription());
+      if (e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+        barrier();
+        assertThat(writes()).as("log writes after a refused call (%s), then the barrier", e.getStatus()).isEqualTo(writesBefore + 1);
+      }
+    }
+  }
+
+  /**
+   * A write of this test's own, answered only once it was applied: a write the node sent to the
+   * log before it (a refused call's, if the refusal leaked) is counted by then.
+   */
+  private static void barrier() {
+    stub().put(PutRequest.newBuilder().setKey("fuzz-barrier").build());
+  }
+
+  /** A batch: each op answered or refused; ops refused at the edge never reach the log. */
+  private static void batch(BatchRequest request, long writesBefore) {
+    BatchResponse response;
+    try {
+      response = stub().batch(request);
+    } catch (StatusRuntimeException e) {
+      checkDocumented(e.getStatus().getCode(), e.getStatus().getDescription());
+      if (e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+        barrier();
+        assertThat(writes()).as("log writes after a refused batch (%s), then the barrier", e.getStatus()).isEqualTo(writesBefore + 1);
+      }
+      return;
+    }
+    assertThat(response.getResultsCount()).as("results of a batch of %d ops", request.getOpsCount()).isEqualTo(request.getOpsCount());
+    long mayWrite = 0;
+    for (BatchResult r : response.getResultsList()) {
+      if (r.hasError()) {
+        checkDocumented(Status.fromCodeValue(r.getError().getCode()).getCode(), r.getError().getMessage());
+        if (r.getError().getCode() != Status.Code.INVALID_ARGUMENT.value()) {
+          mayWrite++;
+        }
+      } else {
+        mayWrite++;
+      }
+    }
+    barrier();
+    assertThat(writes() - writesBefore).as("log writes of a batch with %d ops not refused, then the barrier", mayWrite).isLessThanOrEqualTo(mayWrite + 1);
+  }
+
+  /** A watch: refused with a documented status, or started (then cancelled here). */
+  private static void watch(WatchRequest request) throws InterruptedException {
+    CompletableFuture<Status> ended = new CompletableFuture<>();
+    CompletableFuture<ClientCallStreamObserver<WatchRequest>> call = new CompletableFuture<>();
+    LeaseholdGrpc.newStub(channel)
+        .watch(
+            request,
+            new ClientResponseObserver<WatchRequest, WatchResponse>() {
+              @Override
+              public void beforeStart(ClientCallStreamObserver<WatchRequest> requestStream) {
+                call.complete(requestStream);
+              }
+
+              @Override
+              public void onNext(WatchResponse value) {}
+
+              @Override
+              public void onError(Throwable t) {
+                ended.complete(Status.fromThrowable(t));
+              }
+
+              @Override
+              public void onCompleted() {
+                ended.complete(Status.OK);
+              }
+            });
+    // A refusal comes at once; a started watch stays open until cancelled.
+    Status status = ended.completeOnTimeout(null, 200, TimeUnit.MILLISECONDS).join();
+    if (status == null) {
+      call.join().cancel("the fuzz test is done with this watch", null);
+      return;
+    }
+    if (!status.isOk()) {
+      checkDocumented(status.getCode(), status.getDescription());
+    }
+  }
+
+  /** A keep-alive: answered (the ids it does not know reported gone), never an error. */
+  private static void keepAlive(KeepAliveRequest request) {
+    CompletableFuture<Object> answer = new CompletableFuture<>();
+    StreamObserver<KeepAliveRequest> out =
+        LeaseholdGrpc.newStub(channel)
+            .withDeadlineAfter(60, TimeUnit.SECONDS)
+            .keepAlive(
+                new StreamObserver<KeepAliveResponse>() {
+                  @Override
+                  public void onNext(KeepAliveResponse value) {
+                    answer.complete(value);
+                  }
+
+                  @Override
+                  public void onError(Throwable t) {
+                    answer.complete(Status.fromThrowable(t));
+                  }
+
+                  @Override
+                  public void onCompleted() {
+                    answer.complete(Status.OK);
+                  }
+                });
+    out.onNext(request);
+    Object got = answer.join();
+    out.onCompleted();
+    assertThat(got).as("keep-alive answer to %s", request).isInstanceOf(KeepAliveResponse.class);
+  }
+
+  private static void checkDocumented(Status.Code code, String description) {
+    assertThat(DOCUMENTED).as("status %s: %s", code, description).contains(code);
+    assertThat(description).as("description of %s", code).isNotBlank();
+    if (code == Status.Code.DEADLINE_EXCEEDED) {
+      // Only the state's refusal of a late copy of a call, never a call that hung.
+      assertThat(description).as("description of %s", code).contains("not applied");
+    }
+  }
+
+  @FunctionalInterface
+  private interface ThrowingCall {
+    Object run() throws InvalidProtocolBufferException;
+  }
+}
