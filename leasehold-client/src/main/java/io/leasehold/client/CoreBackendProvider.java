@@ -20,6 +20,10 @@ import java.util.Set;
  */
 public final class CoreBackendProvider implements LeaseBackendProvider {
 
+  /** A host as gRPC resolves it: a DNS name, an IPv4 address, or an IPv6 literal in brackets. */
+  private static final java.util.regex.Pattern VALID_HOST =
+      java.util.regex.Pattern.compile("[A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.%A-Za-z]+\\]");
+
   /** The parameters a {@code leaseholds://} URI takes. */
   static final Set<String> TLS_PARAMETERS = Set.of("ca", "cert", "key");
 
@@ -114,10 +118,16 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
       throw new IllegalArgumentException("a core URI needs at least one host:port, e.g. leasehold://127.0.0.1:7000; was '" + uri + "'");
     }
     List<InetSocketAddress> endpoints = new ArrayList<>();
-    for (String part : rest.split(",")) {
+    for (String part : rest.split(",", -1)) { // -1: an empty part is an error, not dropped
       int colon = part.lastIndexOf(':');
       if (colon <= 0 || colon == part.length() - 1) {
         throw new IllegalArgumentException("'" + part + "' in '" + uri + "' must be host:port");
+      }
+      String host = part.substring(0, colon);
+      if (!VALID_HOST.matcher(host).matches()) {
+        throw new IllegalArgumentException(
+            "host of '" + part + "' in '" + uri + "' must be a DNS name or an IP address (letters,"
+                + " digits, '.', '-', '_', or an IPv6 literal in brackets)");
       }
       int port;
       try {
@@ -128,7 +138,7 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
       if (port < 1 || port > 65535) {
         throw new IllegalArgumentException("port of '" + part + "' must be between 1 and 65535; was " + port);
       }
-      endpoints.add(InetSocketAddress.createUnresolved(part.substring(0, colon), port));
+      endpoints.add(InetSocketAddress.createUnresolved(host, port));
     }
     return new Parsed(tls, List.copyOf(endpoints), parameters);
   }

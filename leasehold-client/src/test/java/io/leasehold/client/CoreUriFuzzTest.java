@@ -28,7 +28,8 @@ class CoreUriFuzzTest {
     }
     assertThat(endpoints).as("nodes of '%s'", uri).isNotEmpty();
     for (InetSocketAddress a : endpoints) {
-      assertThat(a.getHostString()).as("a host of '%s'", uri).isNotBlank();
+      assertThat(a.getHostString()).as("a host of '%s'", uri).isNotBlank()
+          .matches("[A-Za-z0-9._:\\[\\]%-]+"); // a DNS name or an IP literal: nothing else reaches gRPC
       assertThat(a.getPort()).as("a port of '%s'", uri).isBetween(1, 65535);
     }
   }
