@@ -14,7 +14,8 @@ final class BackendRegistry {
 
   /** The Maven coordinates of the module that serves a scheme, for the error message. */
   static String moduleHint(String scheme) {
-    String module = "leasehold".equals(scheme) ? "leasehold-client" : "leasehold-" + scheme;
+    String module =
+        "leasehold".equals(scheme) || "leaseholds".equals(scheme) ? "leasehold-client" : "leasehold-" + scheme;
     return "io.leasehold:" + module;
   }
 
@@ -27,7 +28,7 @@ final class BackendRegistry {
     Matcher m = SCHEME.matcher(uri);
     if (!m.find()) {
       throw new IllegalArgumentException(
-          "backend URI must start with a scheme such as memory:, leasehold://, etcd://,"
+          "backend URI must start with a scheme such as memory:, leasehold://, leaseholds://, etcd://,"
               + " zookeeper:// or kubernetes:; was '" + uri + "'");
     }
     String scheme = m.group(1).toLowerCase(Locale.ROOT);

@@ -32,6 +32,13 @@ class LeaseBackendTest {
   }
 
   @Test
+  void theCoresTlsSchemeNamesTheClientModuleToo() {
+    assertThatThrownBy(() -> LeaseBackend.open("leaseholds://127.0.0.1:7000?ca=ca.pem"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageEndingWith("add the backend's module, io.leasehold:leasehold-client");
+  }
+
+  @Test
   void aUriWithoutASchemeIsRejected() {
     assertThatThrownBy(() -> LeaseBackend.open("127.0.0.1:2379"))
         .isInstanceOf(IllegalArgumentException.class)
