@@ -107,21 +107,6 @@ final class RunningCli implements AutoCloseable {
 
   /** A free loopback port whose next port is free too (a node's client and Raft ports). */
   static int freePortPair() {
-    for (int attempt = 0; attempt < 50; attempt++) {
-      try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        int port = a.getLocalPort();
-        if (port >= 65534) {
-          continue;
-        }
-        try (ServerSocket b = new ServerSocket(port + 1, 1, InetAddress.getLoopbackAddress())) {
-          return b.getLocalPort() - 1;
-        } catch (IOException taken) {
-          // try another
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-    throw new IllegalStateException("no two adjacent free ports on loopback");
+    return io.leasehold.server.LocalCluster.freePortPair();
   }
 }

@@ -1,7 +1,6 @@
 package io.leasehold.server;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Path;
@@ -12,7 +11,9 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
@@ -244,23 +245,34 @@ public final class LocalCluster implements AutoCloseable {
     }
   }
 
-  /** A free port whose next port is free too (client port, Raft port). */
-  static int freePortPair() {
-    for (int attempt = 0; attempt < 50; attempt++) {
-      try (ServerSocket a = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        int port = a.getLocalPort();
-        if (port >= 65535) {
-          continue;
+  /** First port handed out by {@link #freePortPair()}: below Linux's default ephemeral range. */
+  private static final int FIRST_FREE_PORT = 20_000;
+  /** Ports from {@link #FIRST_FREE_PORT}: up to 32,699, below 32,768 where ephemeral ports start. */
+  private static final int FREE_PORTS = 12_700;
+  private static final AtomicInteger NEXT_FREE_PORT =
+      new AtomicInteger(ThreadLocalRandom.current().nextInt(FREE_PORTS / 2) * 2);
+
+  /**
+   * {@return a loopback port, free now, whose next port is free too} (a node's client and Raft
+   * ports). Taken below the ephemeral range (32768–60999 on Linux) and never twice in this JVM: a
+   * port the kernel picked for {@code bind(0)} and that was then closed is an ephemeral port, which
+   * this JVM's next outgoing connection may take as its local port before the node binds it — and
+   * Ratis ends the whole JVM when it cannot bind its port (a test run lost its JVM so).
+   */
+  public static int freePortPair() {
+    for (int attempt = 0; attempt < FREE_PORTS / 2; attempt++) {
+      int port = FIRST_FREE_PORT + Math.floorMod(NEXT_FREE_PORT.getAndAdd(2), FREE_PORTS - 1);
+      try (ServerSocket client = new ServerSocket(port, 1, InetAddress.getLoopbackAddress());
+          ServerSocket raft = new ServerSocket(port + 1, 1, InetAddress.getLoopbackAddress())) {
+        if (client.isBound() && raft.isBound()) {
+          return port;
         }
-        try (ServerSocket b = new ServerSocket(port + 1, 1, InetAddress.getLoopbackAddress())) {
-          return b.getLocalPort() - 1;
-        } catch (IOException taken) {
-          // try another
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException("no free port", e);
+      } catch (IOException taken) {
+        // in use: the next pair
       }
     }
-    throw new IllegalStateException("found no two adjacent free ports on loopback");
+    throw new IllegalStateException(
+        "found no two adjacent free ports on loopback between " + FIRST_FREE_PORT + " and "
+            + (FIRST_FREE_PORT + FREE_PORTS - 1));
   }
 }
