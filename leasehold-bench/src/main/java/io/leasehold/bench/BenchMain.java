@@ -29,6 +29,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
     subcommands = {
       AcquireReleaseCommand.class,
       ContendedCommand.class,
+      WaitersCommand.class,
       HoldCommand.class,
       FailoverCommand.class,
       ExpireStormCommand.class,

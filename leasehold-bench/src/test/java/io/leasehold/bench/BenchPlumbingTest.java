@@ -75,6 +75,22 @@ class BenchPlumbingTest {
   }
 
   @Test
+  void waitersMeasureHandoversBothWhenObservingAndWhenPolling() throws InterruptedException {
+    for (boolean observe : new boolean[] {true, false}) {
+      // TTL 1 s: the polling backoff tops out at its heartbeat (333 ms), so handovers happen in
+      // the short window either way.
+      Result waiters = new Waiters(ClientFactory.forUri("memory:"), "memory", Optional.empty(),
+          new Waiters.Params(2, Duration.ofSeconds(1), Duration.ofMillis(20), observe, Duration.ofMillis(300),
+              Duration.ofMillis(1_500))).run();
+      assertThat(waiters.value("handovers_per_s")).as("mode observe=%s", observe).isPositive();
+      assertThat(waiters.value("handover_gap_count")).isPositive();
+      assertThat(waiters.value("token_regressions")).isZero();
+      assertThat(waiters.toTable()).contains("leader's work returned -> next leader's work started p99",
+          observe ? "observe" : "poll");
+    }
+  }
+
+  @Test
   void holdCountsRenewalsAndNoLosses() {
     assertThat(hold.value("held")).isEqualTo(2_000);
     assertThat(hold.value("renewals_per_s")).isPositive();
