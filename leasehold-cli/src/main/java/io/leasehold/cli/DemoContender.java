@@ -105,6 +105,9 @@ final class DemoContender {
   // The leader's work: one term.
 
   private void lead(LeaderContext term) {
+    if (stopping || crashed) {
+      return; // time is up: a term won while the elections close is no tenure of the demo
+    }
     worker = Thread.currentThread();
     long start = System.nanoTime();
     TenureRecord tenure = history.begin(name, term.fencingToken(), start);

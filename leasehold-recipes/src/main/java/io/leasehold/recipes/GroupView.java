@@ -320,7 +320,7 @@ public final class GroupView implements AutoCloseable {
     }
 
     /**
-     * Where reads are retried and the listener is called. Default: {@link the shared recipe thread}.
+     * Where reads are retried and the listener is called. Default: the shared recipe thread ({@code SharedScheduler}).
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this builder

@@ -668,7 +668,7 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     /**
-     * Where retries and listener calls run. Default: {@link the shared recipe thread}.
+     * Where retries and listener calls run. Default: the shared recipe thread ({@code SharedScheduler}).
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this builder

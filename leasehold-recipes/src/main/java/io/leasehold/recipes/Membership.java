@@ -261,8 +261,8 @@ public final class Membership {
     }
 
     /**
-     * Where the join's steps and late {@link Member#onLeft} calls run. Default: {@link
-     * the shared recipe thread}.
+     * Where the join's steps and late {@link Member#onLeft} calls run. Default: the shared recipe
+     * thread ({@code SharedScheduler}).
      *
      * @param scheduler the scheduler; a virtual one in tests
      * @return this joiner
@@ -361,8 +361,16 @@ public final class Membership {
                                               + " was lost while the data was written");
                                   discard(lease).whenComplete((v2, e2) -> joined.completeExceptionally(lost));
                                 } else {
-                                  log.info("Joined group '{}' as {} in slot {}", group, memberId, slot);
-                                  joined.complete(member);
+                                  if (joined.complete(member)) {
+                                    log.info("Joined group '{}' as {} in slot {}", group, memberId, slot);
+                                  } else {
+                                    // The caller gave up on the join (cancelled, timed out): nobody
+                                    // holds this Member to close it, so its slot is given back now
+                                    // instead of being renewed forever as a ghost member.
+                                    log.info("Join of group '{}' as {} was abandoned by its caller; giving slot {} back",
+                                        group, memberId, slot);
+                                    discard(lease);
+                                  }
                                 }
                               });
                     }

@@ -257,6 +257,19 @@ class MembershipTest {
   }
 
   /**
+   * A caller that gives up on a join (cancels it, or its timeout fires) holds no Member to close:
+   * the slot must be given back, not renewed forever as a ghost member (found in review).
+   */
+  @Test
+  void aJoinItsCallerGaveUpOnGivesItsSlotBack() {
+    CompletableFuture<Member> abandoned = join(process(), "a", 2);
+    abandoned.cancel(false);
+    cluster.run(Duration.ofSeconds(3));
+
+    assertThat(settle(Membership.list(process(), "workers", 2))).as("members after the join was abandoned").isEmpty();
+  }
+
+  /**
    * A backend that observes and reads but cannot attach keys, as Kubernetes: a join with data
    * fails at once with its UnsupportedOperationException and holds nothing; one without data
    * joins, and the observer reports it once its dataWait has passed.

@@ -247,7 +247,7 @@ public final class LocalCluster implements AutoCloseable {
 
   /** First port handed out by {@link #freePortPair()}: below Linux's default ephemeral range. */
   private static final int FIRST_FREE_PORT = 20_000;
-  /** Ports from {@link #FIRST_FREE_PORT}: up to 32,699, below 32,768 where ephemeral ports start. */
+  /** Ports from {@link #FIRST_FREE_PORT}: up to 32,699, below 32,768 where ephemeral ports start (even). */
   private static final int FREE_PORTS = 12_700;
   private static final AtomicInteger NEXT_FREE_PORT =
       new AtomicInteger(ThreadLocalRandom.current().nextInt(FREE_PORTS / 2) * 2);
@@ -261,7 +261,8 @@ public final class LocalCluster implements AutoCloseable {
    */
   public static int freePortPair() {
     for (int attempt = 0; attempt < FREE_PORTS / 2; attempt++) {
-      int port = FIRST_FREE_PORT + Math.floorMod(NEXT_FREE_PORT.getAndAdd(2), FREE_PORTS - 1);
+      // An even offset in an even-sized range: pairs never overlap, and port + 1 stays in range.
+      int port = FIRST_FREE_PORT + Math.floorMod(NEXT_FREE_PORT.getAndAdd(2), FREE_PORTS);
       try (ServerSocket client = new ServerSocket(port, 1, InetAddress.getLoopbackAddress());
           ServerSocket raft = new ServerSocket(port + 1, 1, InetAddress.getLoopbackAddress())) {
         if (client.isBound() && raft.isBound()) {
