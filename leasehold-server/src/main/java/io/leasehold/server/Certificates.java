@@ -136,10 +136,14 @@ public final class Certificates {
         b.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
         b.addExtension(
             Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature | KeyUsage.keyEncipherment));
+        // A node's certificate (it names hosts) serves and connects; a client's only connects, so
+        // the Raft port refuses it (NodeTls.PeersOnly).
         b.addExtension(
             Extension.extendedKeyUsage,
             false,
-            new ExtendedKeyUsage(new KeyPurposeId[] {KeyPurposeId.id_kp_serverAuth, KeyPurposeId.id_kp_clientAuth}));
+            new ExtendedKeyUsage(hosts.isEmpty()
+                ? new KeyPurposeId[] {KeyPurposeId.id_kp_clientAuth}
+                : new KeyPurposeId[] {KeyPurposeId.id_kp_serverAuth, KeyPurposeId.id_kp_clientAuth}));
         b.addExtension(Extension.authorityKeyIdentifier, false, ext.createAuthorityKeyIdentifier(self.certificate()));
         if (!hosts.isEmpty()) {
           List<GeneralName> names = new ArrayList<>();

@@ -200,7 +200,9 @@ public final class CoreNode implements AutoCloseable {
     // Ratis's server, client and admin traffic: mutual TLS from the node's files, or plaintext.
     // (Ratis's builders default to empty parameters: never hand them null.)
     org.apache.ratis.conf.Parameters parameters =
-        tls == null ? new org.apache.ratis.conf.Parameters() : tls.ratisParameters();
+        tls == null
+            ? new org.apache.ratis.conf.Parameters()
+            : tls.ratisParameters(config.peers().stream().map(Peer::host).collect(java.util.stream.Collectors.toSet()));
     raftServer =
         RaftServer.newBuilder()
             .setParameters(parameters)

@@ -199,9 +199,15 @@ final class NodeTls implements AutoCloseable {
     return TlsChannelCredentials.newBuilder().keyManager(keys).trustManager(offered).build();
   }
 
-  /** {@return Ratis's parameters: mutual TLS on its server, client and admin traffic} */
-  Parameters ratisParameters() {
-    GrpcTlsConfig conf = new GrpcTlsConfig(keys, offered, true);
+  /**
+   * {@return Ratis's parameters: mutual TLS on its server, client and admin traffic}, where a
+   * connecting party must show a node's certificate, not merely one from the same authority (see
+   * {@link PeersOnly}).
+   *
+   * @param peerHosts the hosts of the cluster's nodes, as in {@code --peers}
+   */
+  Parameters ratisParameters(java.util.Set<String> peerHosts) {
+    GrpcTlsConfig conf = new GrpcTlsConfig(keys, new PeersOnly(offered, peerHosts), true);
     Parameters p = new Parameters();
     GrpcConfigKeys.TLS.setConf(p, conf);
     GrpcConfigKeys.Server.setTlsConf(p, conf);
@@ -263,6 +269,95 @@ final class NodeTls implements AutoCloseable {
     @Override
     public X509Certificate[] getAcceptedIssuers() {
       return new X509Certificate[0];
+    }
+  }
+
+  /**
+   * The Raft port's check of whoever connects: trusted by the authority, as on the client port,
+   * and a certificate of one of the cluster's nodes — it names one of the hosts in {@code --peers}
+   * as a subject alternative name, and if it limits its use (extended key usage), it allows TLS
+   * servers. Clients hold certificates from the same authority; without this check any of them
+   * could open the Raft port, vote, append entries or install a snapshot (found in review).
+   */
+  static final class PeersOnly extends X509ExtendedTrustManager {
+    private static final String SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+    private static final int DNS_NAME = 2;
+    private static final int IP_ADDRESS = 7;
+
+    private final X509ExtendedTrustManager delegate;
+    private final java.util.Set<String> peerHosts;
+
+    PeersOnly(X509ExtendedTrustManager delegate, java.util.Set<String> peerHosts) {
+      this.delegate = delegate;
+      this.peerHosts = peerHosts.stream()
+          .map(h -> h.toLowerCase(java.util.Locale.ROOT))
+          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+    }
+
+    /** Throws unless {@code chain}'s first certificate is a node's. */
+    void checkIsNode(X509Certificate[] chain) throws CertificateException {
+      if (chain == null || chain.length == 0) {
+        throw new CertificateException("the Raft port takes nodes only: no certificate was shown");
+      }
+      X509Certificate leaf = chain[0];
+      java.util.List<String> usages = leaf.getExtendedKeyUsage();
+      if (usages != null && !usages.contains(SERVER_AUTH)) {
+        throw new CertificateException(
+            "the Raft port takes nodes only: certificate '" + leaf.getSubjectX500Principal().getName()
+                + "' is for TLS clients only (extended key usage without serverAuth)");
+      }
+      java.util.Collection<java.util.List<?>> names = leaf.getSubjectAlternativeNames();
+      if (names != null) {
+        for (java.util.List<?> name : names) {
+          Object type = name.get(0);
+          if ((Integer.valueOf(DNS_NAME).equals(type) || Integer.valueOf(IP_ADDRESS).equals(type))
+              && peerHosts.contains(String.valueOf(name.get(1)).toLowerCase(java.util.Locale.ROOT))) {
+            return;
+          }
+        }
+      }
+      throw new CertificateException(
+          "the Raft port takes nodes only: certificate '" + leaf.getSubjectX500Principal().getName()
+              + "' names none of the cluster's hosts " + new java.util.TreeSet<>(peerHosts)
+              + " as a subject alternative name");
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+      delegate.checkClientTrusted(chain, authType, socket);
+      checkIsNode(chain);
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+      delegate.checkClientTrusted(chain, authType, engine);
+      checkIsNode(chain);
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+      delegate.checkClientTrusted(chain, authType);
+      checkIsNode(chain);
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+      delegate.checkServerTrusted(chain, authType, socket);
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+      delegate.checkServerTrusted(chain, authType, engine);
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+      delegate.checkServerTrusted(chain, authType);
+    }
+
+    @Override
+    public X509Certificate[] getAcceptedIssuers() {
+      return delegate.getAcceptedIssuers();
     }
   }
 }
