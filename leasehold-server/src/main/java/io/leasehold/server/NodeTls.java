@@ -207,7 +207,7 @@ final class NodeTls implements AutoCloseable {
    * @param peerHosts the hosts of the cluster's nodes, as in {@code --peers}
    */
   Parameters ratisParameters(java.util.Set<String> peerHosts) {
-    GrpcTlsConfig conf = new GrpcTlsConfig(keys, new PeersOnly(offered, peerHosts), true);
+    GrpcTlsConfig conf = new GrpcTlsConfig(keys, new PeersOnly(trust, peerHosts), true);
     Parameters p = new Parameters();
     GrpcConfigKeys.TLS.setConf(p, conf);
     GrpcConfigKeys.Server.setTlsConf(p, conf);
@@ -229,7 +229,7 @@ final class NodeTls implements AutoCloseable {
    * certificate at all (CoreTlsTest saw them refused until a restart, though the node trusted them). An empty list
    * lets a client show its certificate, which the node then checks against what it trusts now.
    */
-  private static final class NamingNoAuthority extends X509ExtendedTrustManager {
+  static class NamingNoAuthority extends X509ExtendedTrustManager {
     private final X509ExtendedTrustManager delegate;
 
     NamingNoAuthority(X509ExtendedTrustManager delegate) {
@@ -279,16 +279,16 @@ final class NodeTls implements AutoCloseable {
    * servers. Clients hold certificates from the same authority; without this check any of them
    * could open the Raft port, vote, append entries or install a snapshot (found in review).
    */
-  static final class PeersOnly extends X509ExtendedTrustManager {
+  static final class PeersOnly extends NamingNoAuthority {
     private static final String SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
     private static final int DNS_NAME = 2;
     private static final int IP_ADDRESS = 7;
 
-    private final X509ExtendedTrustManager delegate;
     private final java.util.Set<String> peerHosts;
 
+    /** @param delegate the authority's check, as on the client port */
     PeersOnly(X509ExtendedTrustManager delegate, java.util.Set<String> peerHosts) {
-      this.delegate = delegate;
+      super(delegate);
       this.peerHosts = peerHosts.stream()
           .map(h -> h.toLowerCase(java.util.Locale.ROOT))
           .collect(java.util.stream.Collectors.toUnmodifiableSet());
@@ -322,42 +322,24 @@ final class NodeTls implements AutoCloseable {
               + " as a subject alternative name");
     }
 
+    // Only who connects is checked further; whom this node connects to, as the authority says.
+
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
-      delegate.checkClientTrusted(chain, authType, socket);
+      super.checkClientTrusted(chain, authType, socket);
       checkIsNode(chain);
     }
 
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
-      delegate.checkClientTrusted(chain, authType, engine);
+      super.checkClientTrusted(chain, authType, engine);
       checkIsNode(chain);
     }
 
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
-      delegate.checkClientTrusted(chain, authType);
+      super.checkClientTrusted(chain, authType);
       checkIsNode(chain);
-    }
-
-    @Override
-    public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
-      delegate.checkServerTrusted(chain, authType, socket);
-    }
-
-    @Override
-    public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
-      delegate.checkServerTrusted(chain, authType, engine);
-    }
-
-    @Override
-    public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
-      delegate.checkServerTrusted(chain, authType);
-    }
-
-    @Override
-    public X509Certificate[] getAcceptedIssuers() {
-      return delegate.getAcceptedIssuers();
     }
   }
 }
