@@ -47,25 +47,52 @@ final class Errors {
       // "node n1 could not start: /proc/x" caused by "/proc/x": the reason after the path.
       return f.getFile() != null && m.endsWith(f.getFile()) ? m + ": " + reason(f) : m + ": " + describe(f);
     }
-    Throwable root = e;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
-    String network = network(root);
-    if (network != null && root != e) {
-      return m.replace(": UNAVAILABLE: io exception", "") + " (" + network + ")";
+    String network = networkBelow(e);
+    if (network != null) {
+      // What a backend wrote from its causes ("…: UNAVAILABLE: io exception", "…:
+      // java.util.concurrent.CompletionException: java.net.ConnectException") says the same as
+      // the few words in brackets, less readably.
+      return WRAPPED.matcher(m.replace(": UNAVAILABLE: io exception", "")).replaceFirst("")
+          + " (" + network + ")";
     }
     return m;
+  }
+
+  /** A message's tail that is a Java exception's {@code toString()}: ": java.net.FooException…". */
+  private static final java.util.regex.Pattern WRAPPED =
+      java.util.regex.Pattern.compile(":\\s+(?:[a-z][\\w$]*\\.)+[A-Z][\\w$]*(?:Exception|Error)\\b.*$");
+
+  /** {@return whether {@code t} failed because the network did not carry it: no answer at all} */
+  static boolean isNetwork(Throwable t) {
+    Throwable e = unwrap(t);
+    return network(e) != null || networkBelow(e) != null;
+  }
+
+  /** {@return the deepest network failure among {@code e}'s causes (not {@code e}), in a few words} */
+  private static String networkBelow(Throwable e) {
+    String found = null;
+    for (Throwable c = e.getCause(); c != null; c = c.getCause() == c ? null : c.getCause()) {
+      String n = network(c);
+      found = n != null ? n : found;
+    }
+    return found;
   }
 
   /** {@return a network failure in a few words, or null if {@code root} is not one} */
   private static String network(Throwable root) {
     String m = String.valueOf(root.getMessage());
     if (root instanceof java.net.ConnectException || m.contains("Connection refused")) {
-      return m.contains("refused") ? "connection refused" : "cannot connect: " + m;
+      return m.contains("refused") ? "connection refused"
+          : root.getMessage() == null ? "cannot connect" : "cannot connect: " + m;
+    }
+    if (root.getClass().getSimpleName().equals("ConnectionLossException")) {
+      return "connection lost"; // ZooKeeper's: no server of the ensemble answered in time
     }
     if (root instanceof java.net.UnknownHostException) {
       return "unknown host " + m;
+    }
+    if (root instanceof java.nio.channels.UnresolvedAddressException) {
+      return "unknown host"; // Netty's and Vert.x's: no name, the message above has it
     }
     if (root instanceof java.net.SocketTimeoutException) {
       return "no answer in time";

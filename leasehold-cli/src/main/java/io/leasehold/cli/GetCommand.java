@@ -1,7 +1,6 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.LeaseException;
 import io.leasehold.LeaseState;
 import java.io.PrintWriter;
 import java.time.Duration;
@@ -54,6 +53,7 @@ final class GetCommand implements Callable<Integer> {
   public Integer call() throws InterruptedException {
     LeaseCommands.checkName(spec, name);
     LeaseCommands.checkTimeout(spec, timeout);
+    Main.quietLibraryLogUnlessVerbose(); // the answer is the output: no INFO lines around it
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     String uri = Backends.orDefault(backend);
@@ -69,11 +69,9 @@ final class GetCommand implements Callable<Integer> {
     } catch (UnsupportedOperationException e) {
       return LeaseCommands.fail(err, "get", e.getMessage());
     } catch (TimeoutException e) {
-      return LeaseCommands.fail(err, "get", "no answer from " + uri + " within " + Durations.format(timeout));
+      return LeaseCommands.noAnswer(err, "get", uri, timeout);
     } catch (ExecutionException | CompletionException e) {
-      Throwable cause = e.getCause();
-      return LeaseCommands.fail(
-          err, "get", cause instanceof LeaseException ? cause.getMessage() : String.valueOf(cause));
+      return LeaseCommands.storeFailed(err, "get", uri, e);
     }
   }
 

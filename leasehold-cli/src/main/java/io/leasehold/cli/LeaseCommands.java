@@ -1,12 +1,13 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseStoreUnavailableException;
 import java.io.PrintWriter;
 import java.time.Duration;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 
-/** What {@code leasehold get} and {@code leasehold watch} share: checks, opening, failing. */
+/** What {@code leasehold get}, {@code watch} and {@code members} share: checks, opening, failing. */
 final class LeaseCommands {
 
   static final int MAX_NAME_CHARS = 256;
@@ -39,6 +40,27 @@ final class LeaseCommands {
       throw new ParameterException(
           spec.commandLine(), (fromOption ? "--backend" : "$" + Backends.ENV) + ": " + e.getMessage());
     }
+  }
+
+  /**
+   * Says why a call to the store failed, in one line: what went wrong ({@link Errors#describe}: no
+   * wrapper class names) and, when the store did not answer, what to check
+   * ({@link Backends#unreachableHint}).
+   *
+   * @return 1, the exit status
+   */
+  static int storeFailed(PrintWriter err, String command, String uri, Throwable failure) {
+    Throwable cause = Errors.unwrap(failure);
+    String message = Errors.describe(cause);
+    boolean unanswered = cause instanceof LeaseStoreUnavailableException || Errors.isNetwork(cause);
+    return fail(err, command, unanswered ? message + ". " + Backends.unreachableHint(uri) : message);
+  }
+
+  /** Says that the store gave no answer in time, and what to check; {@return 1, the exit status} */
+  static int noAnswer(PrintWriter err, String command, String uri, Duration timeout) {
+    return fail(
+        err, command,
+        "no answer from " + uri + " within " + Durations.format(timeout) + ". " + Backends.unreachableHint(uri));
   }
 
   static int fail(PrintWriter err, String command, String message) {

@@ -1,7 +1,6 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
 import io.leasehold.recipes.Member;
 import io.leasehold.recipes.GroupListener;
@@ -121,6 +120,7 @@ final class MembersCommand implements Callable<Integer> {
           watch ? "--count must be between 1 and 1000000; was " + count : "--count needs --watch");
     }
     String uri = Backends.orDefault(backend);
+    Main.quietLibraryLogUnlessVerbose(); // the answer is the output: no INFO lines around it
     if (joinAs != null) {
       checkJoin(uri);
     } else if (data != null) {
@@ -169,10 +169,9 @@ final class MembersCommand implements Callable<Integer> {
       return LeaseCommands.fail(err, "members", e.getMessage());
     } catch (TimeoutException e) {
       return LeaseCommands.fail(err, "members", "could not join within " + Durations.format(timeout) + " (" + uri
-          + " did not answer in time)");
+          + " did not answer in time). " + Backends.unreachableHint(uri));
     } catch (ExecutionException | CompletionException e) {
-      Throwable cause = e.getCause();
-      return LeaseCommands.fail(err, "members", String.valueOf(cause.getMessage()));
+      return LeaseCommands.storeFailed(err, "members", uri, e);
     }
     AtomicReference<LeaseLost> lost = new AtomicReference<>();
     Thread self = Thread.currentThread();
@@ -232,11 +231,9 @@ final class MembersCommand implements Callable<Integer> {
     } catch (UnsupportedOperationException e) {
       return LeaseCommands.fail(err, "members", e.getMessage());
     } catch (TimeoutException e) {
-      return LeaseCommands.fail(err, "members", "no answer from " + uri + " within " + Durations.format(timeout));
+      return LeaseCommands.noAnswer(err, "members", uri, timeout);
     } catch (ExecutionException | CompletionException e) {
-      Throwable cause = e.getCause();
-      return LeaseCommands.fail(
-          err, "members", cause instanceof LeaseException ? cause.getMessage() : String.valueOf(cause));
+      return LeaseCommands.storeFailed(err, "members", uri, e);
     }
   }
 

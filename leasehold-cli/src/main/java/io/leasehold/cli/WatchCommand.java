@@ -4,11 +4,13 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseEvent;
 import io.leasehold.Subscription;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -29,8 +31,9 @@ import picocli.CommandLine.Spec;
           + " process saw the event.",
       "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
           + Backends.DEV_URI,
-      "Exits 0 when interrupted or after --count events, 1 if the backend cannot observe leases,"
-          + " 2 for bad options."
+      "Exits 0 when interrupted or after --count events, 1 if the backend cannot observe leases"
+          + " or the first line (the lease's state) did not come within --timeout, 2 for bad"
+          + " options."
     })
 final class WatchCommand implements Callable<Integer> {
 
@@ -51,9 +54,19 @@ final class WatchCommand implements Callable<Integer> {
       description = "Exit after N events (the first, CURRENT, included); 1 to 1000000. Default: run until interrupted.")
   private Integer count;
 
+  @Option(
+      names = "--timeout",
+      paramLabel = "DURATION",
+      defaultValue = "10s",
+      description = "How long to wait for the first line, the lease's current state, 100ms to 1m"
+          + " (default: ${DEFAULT-VALUE}). Later changes are waited for without a limit.")
+  private Duration timeout;
+
   @Override
   public Integer call() throws InterruptedException {
     LeaseCommands.checkName(spec, name);
+    LeaseCommands.checkTimeout(spec, timeout);
+    Main.quietLibraryLogUnlessVerbose(); // the events are the output: no INFO lines among them
     if (count != null && (count < 1 || count > 1_000_000)) {
       throw new ParameterException(spec.commandLine(), "--count must be between 1 and 1000000; was " + count);
     }
@@ -71,7 +84,12 @@ final class WatchCommand implements Callable<Integer> {
       try {
         // Printed here, not on the backend's callback thread, so a slow terminal slows nobody.
         for (int printed = 0; count == null || printed < count; printed++) {
-          LeaseEvent event = events.take();
+          LeaseEvent event =
+              printed > 0 ? events.take() : events.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+          if (event == null) {
+            // An unreachable store is retried quietly by the observer; a user would see nothing.
+            return LeaseCommands.noAnswer(err, "watch", uri, timeout);
+          }
           Instant seenAt = Instant.now().truncatedTo(ChronoUnit.MILLIS);
           out.println(json ? LeaseJson.event(seenAt, event) : seenAt + " " + event);
           out.flush();

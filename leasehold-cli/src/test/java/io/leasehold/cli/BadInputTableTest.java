@@ -112,6 +112,14 @@ class BadInputTableTest {
         row(69, "Is ZooKeeper running at that address?",
             "run", "--backend", "zookeeper://127.0.0.1:FREE?sessionTimeout=5s", "--ttl", "5s",
             "--lease", "x", "--", "true"),
+        // get, watch, members: a store that does not answer says so, with what to check
+        row(1, "leasehold get: no node of [127.0.0.1:FREE] answered (connection refused). Is the cluster running, and are these its nodes' client ports?",
+            "get", "x", "--backend", core),
+        row(1, "leasehold watch: no answer from etcd://127.0.0.1:FREE within 1s. Is etcd running at that address?",
+            "watch", "x", "--backend", "etcd://127.0.0.1:FREE", "--timeout", "1s"),
+        row(1, "Is ZooKeeper running at that address?",
+            "members", "g", "--backend", "zookeeper://127.0.0.1:FREE?sessionTimeout=5s", "--timeout", "1s"),
+        row(2, "--timeout must be between 100ms and 1m; was 0ms", "watch", "x", "--timeout", "0s"),
         // dev (bugs 2, 6)
         row(2, "--nodes must be between 1 and 9; was 0", "dev", "--nodes", "0"),
         row(2, "--port must be 0 (free ports) or between 1 and 65530", "dev", "--port", "70000"),
