@@ -134,12 +134,14 @@ class ZooKeeperAclTest {
 
   @Test
   void aWrongPasswordIsRefusedWithAMessageNamingTheUserAndThePasswordFile() {
-    try (LeaseBackend right = open(CHROOT, credentials(passwordFile));
-        LeaseBackend wrong = open(CHROOT, credentials(wrongPasswordFile))) {
-      // The right identity made the tree (and a lease node) first.
+    // The right identity makes the tree (and a lease node) first: opened together, the wrong one
+    // could make /leasehold itself on connecting, and own it.
+    try (LeaseBackend right = open(CHROOT, credentials(passwordFile))) {
       Lease lease = right.newLease(SuiteSettings.forTtl("wrong-password", "right", TTL).build());
       assertThat(lease.acquire().join()).isTrue();
       lease.release().join();
+    }
+    try (LeaseBackend wrong = open(CHROOT, credentials(wrongPasswordFile))) {
       Lease other = wrong.newLease(SuiteSettings.forTtl("wrong-password", "wrong", TTL).build());
       assertThatThrownBy(() -> other.acquire().join())
           .isInstanceOf(CompletionException.class)
