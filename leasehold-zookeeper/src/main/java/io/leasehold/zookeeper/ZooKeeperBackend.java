@@ -45,12 +45,21 @@ import org.slf4j.LoggerFactory;
  * <p>Open it with {@link LeaseBackend#open(String)}: {@code
  * zookeeper://host:2181[,host:2181...][/chroot][?sessionTimeout=15s]}. Leases live under {@code
  * /leasehold/leases} below the chroot.
+ *
+ * <p><b>Security.</b> {@code ca=FILE} (and {@code cert=FILE&key=FILE}, PEM) connects over TLS to
+ * the servers' secure client port, configured on this backend's own {@code ZKClientConfig}, never
+ * through JVM system properties; host names are verified. {@code user=NAME&password-file=FILE}
+ * authenticates with ZooKeeper's digest scheme on every connection and creates every znode with
+ * {@code CREATOR_ALL_ACL}, so that clients without the credentials can neither delete a holder's
+ * node nor create one under a lease; without {@code user} the znodes are open, as before. See
+ * {@code docs/zookeeper.md}.
  */
 public final class ZooKeeperBackend implements LeaseBackend {
 
   private static final Logger log = LoggerFactory.getLogger(ZooKeeperBackend.class);
 
   private final ZooKeeperUri uri;
+  private final ZooKeeperSecurity security;
   private final CuratorFramework client;
   private final LeaseRuntime runtime;
   private final boolean ownsRuntime;
@@ -65,7 +74,9 @@ public final class ZooKeeperBackend implements LeaseBackend {
     this.ownsRuntime = ownsRuntime;
     this.leases = new OpenLeases(uri.toString());
     int sessionMillis = (int) Math.min(Integer.MAX_VALUE, uri.sessionTimeout().toMillis());
-    this.client =
+    // Files are read and checked before anything connects.
+    this.security = ZooKeeperSecurity.load(uri);
+    CuratorFrameworkFactory.Builder builder =
         CuratorFrameworkFactory.builder()
             .connectString(uri.connectString())
             .sessionTimeoutMs(sessionMillis)
@@ -73,16 +84,24 @@ public final class ZooKeeperBackend implements LeaseBackend {
             // Leasehold's own operations go to the session's handle directly, and the lease
             // engine retries them; Curator's retry policy only covers its own housekeeping.
             .retryPolicy(new RetryNTimes(3, Math.max(1, sessionMillis / 10)))
-            .canBeReadOnly(false)
-            .build();
-    this.store = new ZooKeeperLeaseStore(client, uri.toString(), runtime, leases);
+            .canBeReadOnly(false);
+    if (security.clientConfig() != null) {
+      builder.zkClientConfig(security.clientConfig());
+    }
+    if (!security.auth().isEmpty()) {
+      // Curator adds them to every ZooKeeper handle it makes (a new session too); the handle
+      // itself sends them again on every reconnection of its session.
+      builder.authorization(security.auth());
+    }
+    this.client = builder.build();
+    this.store = new ZooKeeperLeaseStore(client, uri, runtime, leases, security.acl());
     client.getConnectionStateListenable().addListener((c, state) -> store.stateChanged(state));
     client.start();
     // The first acquire should not have to race the session's set-up.
     if (!store.awaitSession(uri.sessionTimeout().toNanos())) {
       log.warn(
           "{} is not connected to ZooKeeper after {} ms; it keeps trying, and leases can be"
-              + " acquired once it is connected", uri, sessionMillis);
+              + " acquired once it is connected{}", uri, sessionMillis, ZooKeeperLeaseStore.tlsHint(uri));
     }
   }
 
@@ -210,6 +229,7 @@ public final class ZooKeeperBackend implements LeaseBackend {
       } catch (RuntimeException e) {
         log.warn("Closing the ZooKeeper client of {} failed: {}", uri, e.toString());
       }
+      security.close();
       if (ownsRuntime) {
         runtime.close();
       }

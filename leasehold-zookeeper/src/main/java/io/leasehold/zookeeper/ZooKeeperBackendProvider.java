@@ -4,8 +4,9 @@ import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 
 /**
- * Serves {@code zookeeper://host:port[,host:port...][/chroot][?sessionTimeout=15s]}; see {@link
- * ZooKeeperBackend}.
+ * Serves {@code zookeeper://host:port[,host:port...][/chroot][?sessionTimeout=15s]}, optionally
+ * with {@code ca}, {@code cert} and {@code key} (TLS) and {@code user} and {@code password-file}
+ * (digest authentication, znodes for that identity only); see {@link ZooKeeperBackend}.
  */
 public final class ZooKeeperBackendProvider implements LeaseBackendProvider {
 

@@ -34,8 +34,8 @@ import org.apache.zookeeper.Op;
 import org.apache.zookeeper.OpResult;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
-import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -99,7 +99,10 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   private static final int MAX_VERSION_RACES = 8;
 
   private final CuratorFramework client;
+  private final ZooKeeperUri uri;
   private final String backendName;
+  /** The ACL of every znode this store creates: open, or this backend's identity only. */
+  private final List<ACL> acl;
   private final Ticker ticker;
   private final Scheduler timers;
   private final OpenLeases leases;
@@ -118,9 +121,12 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   private boolean closed;
 
   ZooKeeperLeaseStore(
-      CuratorFramework client, String backendName, LeaseRuntime runtime, OpenLeases leases) {
+      CuratorFramework client, ZooKeeperUri uri, LeaseRuntime runtime, OpenLeases leases,
+      List<ACL> acl) {
     this.client = client;
-    this.backendName = backendName;
+    this.uri = uri;
+    this.backendName = uri.toString();
+    this.acl = List.copyOf(acl);
     this.ticker = runtime.ticker();
     this.timers = runtime.timers();
     this.leases = leases;
@@ -224,6 +230,14 @@ final class ZooKeeperLeaseStore implements LeaseStore {
 
   /** The handle of the live session, once there is one; fails after {@code patienceNanos}. */
   private CompletableFuture<ZooKeeper> session(long patienceNanos) {
+    return session(patienceNanos, false);
+  }
+
+  /**
+   * The handle of the live session, once there is one; fails after {@code patienceNanos}, or at
+   * once if {@code failIfNeverConnected} and this TLS backend has never had a session.
+   */
+  private CompletableFuture<ZooKeeper> session(long patienceNanos, boolean failIfNeverConnected) {
     CompletableFuture<ZooKeeper> f;
     synchronized (lock) {
       if (closed) {
@@ -232,6 +246,14 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       }
       if (live != null) {
         return CompletableFuture.completedFuture(live);
+      }
+      if (failIfNeverConnected && liveSession == 0 && uri.tls()) {
+        // Opening waited a session timeout already; a TLS backend that never got a session is
+        // most likely refused in the handshake, which ZooKeeper's client only logs. Say so now,
+        // rather than let the request time out without a reason.
+        return CompletableFuture.failedFuture(new LeaseStoreUnavailableException(
+            "not connected to ZooKeeper (" + backendName + ") since it was opened"
+                + tlsHint(uri), null));
       }
       f = new CompletableFuture<>();
       waiting.add(f);
@@ -245,7 +267,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
               f.completeExceptionally(
                   new LeaseStoreUnavailableException(
                       "not connected to ZooKeeper (" + backendName + ") for "
-                          + TimeUnit.NANOSECONDS.toMillis(patienceNanos) + " ms", null));
+                          + TimeUnit.NANOSECONDS.toMillis(patienceNanos) + " ms"
+                          + tlsHint(uri), null));
             },
             patienceNanos);
     f.whenComplete((zk, e) -> timer.cancel());
@@ -289,7 +312,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   @Override
   public CompletableFuture<AcquireResult> acquire(AcquireRequest request) {
     long ttlNanos = request.ttl().toNanos();
-    return session(ttlNanos)
+    return session(ttlNanos, true)
         .thenCompose(
             zk -> {
               // A grant is of use only within the safe window after sending; after a long wait
@@ -346,7 +369,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   private void makeSessionNode(
       ZooKeeper zk, long session, CompletableFuture<Void> done, boolean makeParents) {
     String path = ZNodes.sessionNode(session);
-    zk.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL,
+    zk.create(path, new byte[0], acl, CreateMode.EPHEMERAL,
         (rc, p, ctx, name) -> {
           if (rc == Code.OK.intValue()) {
             done.complete(null);
@@ -381,7 +404,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
 
   private CompletableFuture<Void> createPersistent(ZooKeeper zk, String path) {
     CompletableFuture<Void> done = new CompletableFuture<>();
-    zk.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT,
+    zk.create(path, new byte[0], acl, CreateMode.PERSISTENT,
         (rc, p, ctx, name) -> {
           if (rc == Code.OK.intValue() || rc == Code.NODEEXISTS.intValue()) {
             done.complete(null);
@@ -494,7 +517,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
 
     /** Creates the lease node (version 0), and its parents first if they are missing too. */
     private void createLeaseNode() {
-      zk.create(leaseNode, ZNodes.noTenure(request.leaseName()), ZooDefs.Ids.OPEN_ACL_UNSAFE,
+      zk.create(leaseNode, ZNodes.noTenure(request.leaseName()), acl,
           CreateMode.PERSISTENT,
           (rc, p, ctx, name) -> {
             if (rc == Code.OK.intValue()) {
@@ -531,7 +554,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
       List<Op> ops = List.of(
           Op.check(ZNodes.sessionNode(zk.getSessionId()), -1),
           Op.setData(leaseNode, tenureRecord(), version),
-          Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
+          Op.create(holderNode, record.toBytes(), acl, CreateMode.EPHEMERAL));
       zk.multi(ops, (rc, path, ctx, results) -> {
         int failed = failedOp(results);
         if (rc == Code.OK.intValue()) {
@@ -611,7 +634,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
           Op.check(ZNodes.sessionNode(zk.getSessionId()), -1),
           Op.setData(leaseNode, tenureRecord(), version),
           Op.delete(holderNode, holderVersion),
-          Op.create(holderNode, record.toBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL));
+          Op.create(holderNode, record.toBytes(), acl, CreateMode.EPHEMERAL));
       zk.multi(ops, (rc, path, ctx, results) -> {
         if (rc == Code.OK.intValue()) {
           granted(results, record);
@@ -906,7 +929,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     if (replace) {
       ops.add(Op.delete(child, -1));
     }
-    ops.add(Op.create(child, value.getBytes(StandardCharsets.UTF_8), ZooDefs.Ids.OPEN_ACL_UNSAFE,
+    ops.add(Op.create(child, value.getBytes(StandardCharsets.UTF_8), acl,
         CreateMode.EPHEMERAL));
     CompletableFuture<Boolean> done = new CompletableFuture<>();
     zk.multi(ops, (rc, path, ctx, results) -> {
@@ -1050,11 +1073,32 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     });
   }
 
-  private static LeaseException unavailable(int rc, String what) {
+  private LeaseException unavailable(int rc, String what) {
     Code code = Code.get(rc);
+    String hint = "";
+    if (code == Code.NOAUTH) {
+      // Digest authentication never fails by itself: a wrong password is another identity,
+      // refused only when it touches a znode it has no right to.
+      hint = uri.digest()
+          ? ": ZooKeeper refused user '" + uri.user() + "' the right to do this. The znode was"
+              + " created by another identity: is the password in password-file '"
+              + uri.passwordFile() + "' the one the other holders use?"
+          : ": ZooKeeper refused this unauthenticated backend; the znodes are protected by an"
+              + " ACL: give the URI user= and password-file= of the identity that created them";
+    }
     return new LeaseStoreUnavailableException(
-        what + " failed: " + (code != null ? code : "code " + rc),
+        what + " failed: " + (code != null ? code : "code " + rc) + hint,
         code != null ? KeeperException.create(code) : null);
+  }
+
+  /** {@return why a TLS backend may not connect, for a message that says it is not connected} */
+  static String tlsHint(ZooKeeperUri uri) {
+    return uri.tls()
+        ? " (TLS: check that the servers' certificates come from an authority in ca '" + uri.ca()
+            + "' and name the host in the URI, that the port is the servers' secureClientPort, and"
+            + " that the servers trust the authority of cert"
+            + (uri.cert() != null ? " '" + uri.cert() + "'" : " (none given)") + ")"
+        : "";
   }
 
   /** A tenure this store granted and has not seen end. */

@@ -1,20 +1,36 @@
 package io.leasehold.zookeeper;
 
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
+import java.util.regex.Pattern;
 
 /**
- * A parsed {@code zookeeper://host:port[,host:port...][/chroot][?sessionTimeout=15s]} URI.
+ * A parsed {@code zookeeper://host:port[,host:port...][/chroot][?parameters]} URI. Parsing reads
+ * no file: the files named are read when the backend is opened ({@link ZooKeeperSecurity}).
  *
  * @param servers the ensemble as ZooKeeper's connect string wants it: {@code host:port,...}
  * @param chroot the chroot path, starting with {@code /}, or empty for the ensemble's root
  * @param sessionTimeout the session timeout the backend asks the ensemble for
+ * @param ca PEM file of the authorities to trust on a TLS client port, or {@code null}: plaintext
+ * @param cert PEM file of the client's certificate chain (with {@code key}), or {@code null}
+ * @param key PEM file of the client's private key (with {@code cert}), or {@code null}
+ * @param user the digest user name (with {@code passwordFile}), or {@code null}: no auth, open ACLs
+ * @param passwordFile the file holding the digest user's password, or {@code null}
  */
-record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
+record ZooKeeperUri(
+    String servers, String chroot, Duration sessionTimeout, String ca, String cert, String key,
+    String user, String passwordFile) {
 
   static final String SCHEME = "zookeeper";
   static final int DEFAULT_PORT = 2181;
@@ -23,12 +39,35 @@ record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
   static final Duration MAX_SESSION_TIMEOUT = Duration.ofHours(24);
 
   private static final String FORM =
-      "zookeeper://host:port[,host:port...][/chroot][?sessionTimeout=15s]";
+      "zookeeper://host:port[,host:port...][/chroot][?sessionTimeout=15s][&ca=FILE[&cert=FILE"
+          + "&key=FILE]][&user=NAME&password-file=FILE]";
+
+  /** The parameters, in the canonical order. */
+  private static final List<String> PARAMETERS =
+      List.of("sessionTimeout", "ca", "cert", "key", "user", "password-file");
+
+  /** A {@code password=...} in a URI (refused) is cut out of every message that shows the URI. */
+  private static final Pattern PASSWORD_VALUE =
+      Pattern.compile("(?i)([?&]password=)[^&#]*");
 
   ZooKeeperUri {
     Objects.requireNonNull(servers, "servers");
     Objects.requireNonNull(chroot, "chroot");
     Objects.requireNonNull(sessionTimeout, "sessionTimeout");
+  }
+
+  ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
+    this(servers, chroot, sessionTimeout, null, null, null, null, null);
+  }
+
+  /** {@return whether the client port is TLS} */
+  boolean tls() {
+    return ca != null;
+  }
+
+  /** {@return whether the backend authenticates (digest) and restricts its znodes' ACLs} */
+  boolean digest() {
+    return user != null;
   }
 
   /** {@return the connect string ZooKeeper takes: servers, then the chroot} */
@@ -39,7 +78,20 @@ record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
   /** {@return the URI in canonical form, as {@code LeaseBackend.uri()} reports it} */
   @Override
   public String toString() {
-    return SCHEME + "://" + servers + chroot + "?sessionTimeout=" + sessionTimeout.toMillis() + "ms";
+    StringBuilder b = new StringBuilder(SCHEME).append("://").append(servers).append(chroot)
+        .append("?sessionTimeout=").append(sessionTimeout.toMillis()).append("ms");
+    appendParameter(b, "ca", ca);
+    appendParameter(b, "cert", cert);
+    appendParameter(b, "key", key);
+    appendParameter(b, "user", user);
+    appendParameter(b, "password-file", passwordFile);
+    return b.toString();
+  }
+
+  private static void appendParameter(StringBuilder b, String name, String value) {
+    if (value != null) {
+      b.append('&').append(name).append('=').append(escape(value));
+    }
   }
 
   static ZooKeeperUri parse(String uri) {
@@ -65,7 +117,119 @@ record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
     for (String server : hosts.split(",", -1)) {
       servers.add(server(uri, server));
     }
-    return new ZooKeeperUri(String.join(",", servers), chroot(uri, chroot), sessionTimeout(uri, query));
+    Map<String, String> parameters = parameters(uri, query);
+    String sessionTimeout = parameters.get("sessionTimeout");
+    String ca = parameters.get("ca");
+    String cert = parameters.get("cert");
+    String key = parameters.get("key");
+    String user = parameters.get("user");
+    String passwordFile = parameters.get("password-file");
+    if ((cert == null) != (key == null)) {
+      throw bad(uri, (cert == null ? "key" : "cert") + " is given without "
+          + (cert == null ? "cert" : "key") + "; a client certificate needs both");
+    }
+    if (cert != null && ca == null) {
+      throw bad(uri, "cert and key are given without ca; TLS needs ca (the authorities that"
+          + " issued the servers' certificates)");
+    }
+    if ((user == null) != (passwordFile == null)) {
+      throw bad(uri, (user == null ? "password-file is given without user"
+          : "user is given without password-file") + "; digest authentication needs both");
+    }
+    if (user != null && (user.isEmpty() || user.contains(":")
+        || user.chars().anyMatch(Character::isISOControl))) {
+      throw bad(uri, "user must be a non-empty name without ':' or control characters");
+    }
+    return new ZooKeeperUri(
+        String.join(",", servers), chroot(uri, chroot),
+        sessionTimeout == null ? DEFAULT_SESSION_TIMEOUT : duration(uri, sessionTimeout),
+        ca, cert, key, user, passwordFile);
+  }
+
+  /** Splits the query; each parameter once, known, with a value (%-decoded; {@code +} stays). */
+  private static Map<String, String> parameters(String uri, String query) {
+    Map<String, String> parameters = new LinkedHashMap<>();
+    if (query.isEmpty()) {
+      return parameters;
+    }
+    for (String parameter : query.split("&", -1)) {
+      int eq = parameter.indexOf('=');
+      String name = eq >= 0 ? parameter.substring(0, eq) : parameter;
+      String value = eq >= 0 ? parameter.substring(eq + 1) : "";
+      if (name.equalsIgnoreCase("password")) {
+        // A password in a URI ends up in logs, shell histories and process lists.
+        throw bad(uri, "a password must not be written in the URI; put it in a file readable"
+            + " only by this program and give password-file=FILE");
+      }
+      if (!PARAMETERS.contains(name)) {
+        throw bad(uri, "unknown parameter '" + name + "'; the parameters are "
+            + String.join(", ", PARAMETERS));
+      }
+      if (value.isEmpty() && !name.equals("sessionTimeout")) {
+        throw bad(uri, "parameter " + name + " has no value");
+      }
+      if (parameters.containsKey(name)) {
+        throw bad(uri, "parameter " + name + " is given twice");
+      }
+      parameters.put(name, name.equals("sessionTimeout") ? value : unescape(uri, name, value));
+    }
+    return parameters;
+  }
+
+  /** Decodes {@code %XX} escapes (UTF-8); everything else, {@code +} included, stays as written. */
+  private static String unescape(String uri, String name, String value) {
+    if (value.indexOf('%') < 0) {
+      return value;
+    }
+    StringBuilder out = new StringBuilder();
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    int i = 0;
+    while (i < value.length()) {
+      char c = value.charAt(i);
+      if (c != '%') {
+        out.append(c);
+        i++;
+        continue;
+      }
+      bytes.reset();
+      while (i < value.length() && value.charAt(i) == '%') {
+        int hi = i + 2 < value.length() ? Character.digit(value.charAt(i + 1), 16) : -1;
+        int lo = i + 2 < value.length() ? Character.digit(value.charAt(i + 2), 16) : -1;
+        if (hi < 0 || lo < 0) {
+          throw bad(uri, "parameter " + name + " has a '%' not followed by two hex digits");
+        }
+        bytes.write(hi * 16 + lo);
+        i += 3;
+      }
+      try {
+        out.append(StandardCharsets.UTF_8.newDecoder()
+            .onMalformedInput(CodingErrorAction.REPORT)
+            .onUnmappableCharacter(CodingErrorAction.REPORT)
+            .decode(ByteBuffer.wrap(bytes.toByteArray())));
+      } catch (CharacterCodingException e) {
+        throw bad(uri, "parameter " + name + " has %-escapes that are not UTF-8");
+      }
+    }
+    return out.toString();
+  }
+
+  /** The inverse of {@link #unescape} for the characters that would end or change a value. */
+  private static String escape(String value) {
+    StringBuilder b = new StringBuilder(value.length());
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '%' || c == '&' || c == '?' || c == '#' || c == ' ' || c < 0x20 || c == 0x7f) {
+        b.append('%').append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
+      } else {
+        b.append(c);
+      }
+    }
+    return b.toString();
+  }
+
+  /** {@return {@code uri} with the value of any {@code password=} parameter replaced} */
+  static String redact(String uri) {
+    return PASSWORD_VALUE.matcher(uri).replaceAll("$1***");
   }
 
   private static String server(String uri, String server) {
@@ -132,23 +296,6 @@ record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
     return c;
   }
 
-  private static Duration sessionTimeout(String uri, String query) {
-    Duration timeout = DEFAULT_SESSION_TIMEOUT;
-    if (query.isEmpty()) {
-      return timeout;
-    }
-    for (String parameter : query.split("&", -1)) {
-      int eq = parameter.indexOf('=');
-      String key = eq >= 0 ? parameter.substring(0, eq) : parameter;
-      String value = eq >= 0 ? parameter.substring(eq + 1) : "";
-      if (!key.equals("sessionTimeout")) {
-        throw bad(uri, "unknown parameter '" + key + "'; the only parameter is sessionTimeout");
-      }
-      timeout = duration(uri, value);
-    }
-    return timeout;
-  }
-
   /** Parses {@code 1500ms}, {@code 15s}, {@code 2m} or an ISO-8601 duration such as {@code PT15S}. */
   private static Duration duration(String uri, String value) {
     Duration d;
@@ -171,13 +318,13 @@ record ZooKeeperUri(String servers, String chroot, Duration sessionTimeout) {
     if (d == null || d.compareTo(MIN_SESSION_TIMEOUT) < 0 || d.compareTo(MAX_SESSION_TIMEOUT) > 0) {
       throw new IllegalArgumentException(
           "sessionTimeout must be a duration from 100ms to 24h, such as 15s, 1500ms or PT15S; was '"
-              + value + "' in '" + uri + "'");
+              + value + "' in '" + redact(uri) + "'");
     }
     return d;
   }
 
   private static IllegalArgumentException bad(String uri, String why) {
     return new IllegalArgumentException(
-        "ZooKeeper backend URI '" + uri + "' is malformed: " + why + "; expected " + FORM);
+        "ZooKeeper backend URI '" + redact(uri) + "' is malformed: " + why + "; expected " + FORM);
   }
 }

@@ -53,4 +53,56 @@ class ZooKeeperUriTest {
           .hasMessageContaining(c.says());
     }
   }
+
+  @Test
+  void securityParametersAreParsedAndKeptInTheCanonicalForm() {
+    ZooKeeperUri uri = ZooKeeperUri.parse("zookeeper://h:2281/apps?ca=/etc/zk/ca.pem&cert=c%20d.pem"
+        + "&key=k%26ey+1.pem&user=billing&password-file=/run/secrets/zk");
+    assertThat(uri.tls()).isTrue();
+    assertThat(uri.digest()).isTrue();
+    assertThat(uri.ca()).isEqualTo("/etc/zk/ca.pem");
+    assertThat(uri.cert()).isEqualTo("c d.pem");
+    assertThat(uri.key()).isEqualTo("k&ey+1.pem");
+    assertThat(uri.user()).isEqualTo("billing");
+    assertThat(uri.passwordFile()).isEqualTo("/run/secrets/zk");
+    assertThat(uri.toString()).isEqualTo("zookeeper://h:2281/apps?sessionTimeout=15000ms"
+        + "&ca=/etc/zk/ca.pem&cert=c%20d.pem&key=k%26ey+1.pem&user=billing&password-file=/run/secrets/zk");
+    assertThat(ZooKeeperUri.parse(uri.toString())).isEqualTo(uri);
+    ZooKeeperUri plain = ZooKeeperUri.parse("zookeeper://h");
+    assertThat(plain.tls()).isFalse();
+    assertThat(plain.digest()).isFalse();
+  }
+
+  @Test
+  void badSecurityParametersAreRefusedNamingTheParameter() {
+    record Case(String uri, String says) {}
+    for (Case c : new Case[] {
+        new Case("zookeeper://h?cert=c.pem&key=k.pem", "without ca"),
+        new Case("zookeeper://h?ca=a.pem&cert=c.pem", "cert is given without key"),
+        new Case("zookeeper://h?ca=a.pem&key=k.pem", "key is given without cert"),
+        new Case("zookeeper://h?user=u", "user is given without password-file"),
+        new Case("zookeeper://h?password-file=p", "password-file is given without user"),
+        new Case("zookeeper://h?user=a:b&password-file=p", "user must be a non-empty name without ':'"),
+        new Case("zookeeper://h?ca=a.pem&ca=b.pem", "parameter ca is given twice"),
+        new Case("zookeeper://h?ca=", "parameter ca has no value"),
+        new Case("zookeeper://h?ca=%zz", "parameter ca has a '%' not followed by two hex digits"),
+        new Case("zookeeper://h?ca=%ff", "parameter ca has %-escapes that are not UTF-8")}) {
+      assertThatThrownBy(() -> ZooKeeperUri.parse(c.uri()))
+          .as(c.uri())
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(c.says());
+    }
+  }
+
+  @Test
+  void aPasswordInTheUriIsRefusedAndNeverRepeated() {
+    assertThatThrownBy(() -> ZooKeeperUri.parse("zookeeper://h?user=u&password=hunter2&ca=a.pem"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("a password must not be written in the URI")
+        .hasMessageContaining("password-file=FILE")
+        .hasMessageContaining("password=***")
+        .hasMessageNotContaining("hunter2");
+    assertThatThrownBy(() -> ZooKeeperUri.parse("zookeeper://h?PASSWORD=hunter2&sessionTimeout=1"))
+        .hasMessageNotContaining("hunter2");
+  }
 }
