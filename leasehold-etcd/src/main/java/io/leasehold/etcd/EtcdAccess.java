@@ -292,12 +292,23 @@ final class EtcdAccess {
                 + "); give user= and password-file=", cause);
       case TLS:
         return new LeaseStoreUnavailableException(
-            "the TLS handshake with etcd (" + uri + ") failed: " + what + " (" + because
+            "the TLS handshake with etcd (" + uri + ") failed: " + what + " (" + tlsReason(cause, because)
                 + "); check ca=, cert= and key= against the members' certificates and their"
                 + " --trusted-ca-file", cause);
       default:
         return Session.unavailable(what, error);
     }
+  }
+
+  /** gRPC says only "ssl exception"; the handshake's own failure says what was wrong. */
+  private static String tlsReason(Throwable error, String fallback) {
+    String reason = null;
+    for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
+      if (e instanceof SSLException && e.getMessage() != null) {
+        reason = e.getMessage();
+      }
+    }
+    return reason != null ? fallback + ": " + reason : fallback;
   }
 
   private enum Refusal { NONE, PERMISSION, AUTHENTICATION, NO_USER, TLS }
