@@ -60,11 +60,6 @@ final class EtcdAccess {
     this.password = password;
   }
 
-  /** The access of a plain {@code etcd://} URI without credentials. */
-  static EtcdAccess none(EtcdUri uri) {
-    return new EtcdAccess(uri.canonical(), uri.namespace(), null, null, null);
-  }
-
   /**
    * Reads and checks the files the URI names.
    *
