@@ -3,7 +3,10 @@ package io.leasehold.etcd;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 
-/** Serves {@code etcd://host:port[,host:port...][?namespace=/path]}. */
+/**
+ * Serves {@code etcd://host:port[,host:port...][?namespace=/path][&user=NAME&password-file=FILE]}
+ * (plaintext; {@link SecureEtcdBackendProvider} serves {@code etcds://}).
+ */
 public final class EtcdBackendProvider implements LeaseBackendProvider {
 
   /** Called by {@link java.util.ServiceLoader}. */

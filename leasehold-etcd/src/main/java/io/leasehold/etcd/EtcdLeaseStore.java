@@ -77,6 +77,8 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   private static final Logger log = LoggerFactory.getLogger(EtcdLeaseStore.class);
 
   private final String uri;
+  /** Turns etcd's refusals (credentials, rights, TLS) into failures that say so. */
+  private final EtcdAccess access;
   private final Client client;
   private final KV kv;
   private final Watch watchClient;
@@ -100,8 +102,10 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   private boolean checking; // guarded by this
   private volatile boolean watchSilenced;
 
-  EtcdLeaseStore(String uri, Client client, String namespace, LeaseRuntime runtime, OpenLeases leases) {
+  EtcdLeaseStore(
+      String uri, Client client, String namespace, LeaseRuntime runtime, OpenLeases leases, EtcdAccess access) {
     this.uri = uri;
+    this.access = access;
     this.client = client;
     this.kv = client.getKVClient();
     this.watchClient = client.getWatchClient();
@@ -182,7 +186,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             (response, error) -> {
               if (error != null) {
                 throw new java.util.concurrent.CompletionException(
-                    Session.unavailable("the attach transaction for '" + tenure.leaseName() + "' failed", error));
+                    access.failure("the attach transaction for '" + tenure.leaseName() + "' failed", error));
               }
               return response.isSucceeded();
             });
@@ -204,7 +208,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             (response, error) -> {
               if (error != null) {
                 throw new java.util.concurrent.CompletionException(
-                    Session.unavailable("reading lease '" + leaseName + "' failed", error));
+                    access.failure("reading lease '" + leaseName + "' failed", error));
               }
               KeyValue record = kvOf(response.getGetResponses(), 0);
               if (record == null) {
@@ -249,9 +253,20 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
     Scheduler.Cancellable gaveUp =
         runtime.timers().schedule(() -> inFlight.end(true), request.timeout().toNanos());
     // Both are usually ready already: the watch starts when the backend opens, the grant is kept.
-    return ensureWatch()
-        .thenCombine(session.grant(timeout), (ready, grant) -> grant)
-        .thenCompose(grant -> acquireWith(request, session, grant, true, true, inFlight))
+    CompletableFuture<AcquireResult> outcome =
+        ensureWatch()
+            .thenCombine(session.grant(timeout), (ready, grant) -> grant)
+            .thenCompose(grant -> acquireWith(request, session, grant, true, true, inFlight));
+    if (access.secure()) {
+      // A failed TLS handshake fails the acquire with what failed, not with a timeout (jetcd
+      // retries such a call longer than the operation timeout). The outcome is then unknown to
+      // the engine, as for every failure, so it abandons the request.
+      outcome = outcome.applyToEither(
+          access.handshakeFailed().thenCompose(cause -> CompletableFuture.<AcquireResult>failedFuture(
+              access.failure("the acquire of '" + request.leaseName() + "' failed", cause))),
+          result -> result);
+    }
+    return outcome
         .whenComplete(
             (answer, error) -> {
               gaveUp.cancel();
@@ -346,7 +361,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
                   }
                 }
                 return CompletableFuture.<AcquireResult>failedFuture(
-                    Session.unavailable(
+                    access.failure(
                         "the acquire transaction for '" + request.leaseName() + "' failed", error));
               }
               return answer(request, session, grant, response, mayReplace, mayRegrant, inFlight);
@@ -464,7 +479,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
         return new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.REVOKED, g.dead));
       }
       if (error != null) {
-        throw new java.util.concurrent.CompletionException(Session.unavailable(
+        throw new java.util.concurrent.CompletionException(access.failure(
             "the keep-alive of etcd lease " + Long.toHexString(g.id) + " failed " + g.failures
                 + " time(s) since its last success", error));
       }
@@ -483,7 +498,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
         .handle(
             (response, error) -> {
               if (error != null) {
-                throw new java.util.concurrent.CompletionException(Session.unavailable(
+                throw new java.util.concurrent.CompletionException(access.failure(
                     "reading the record of '" + tenure.leaseName() + "' to confirm it failed", error));
               }
               KeyValue record = response.getKvs().isEmpty() ? null : response.getKvs().get(0);
@@ -526,7 +541,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             (response, error) -> {
               if (error != null) {
                 throw new java.util.concurrent.CompletionException(
-                    Session.unavailable("reading " + key(request.leaseName()) + " failed", error));
+                    access.failure("reading " + key(request.leaseName()) + " failed", error));
               }
               return response;
             })
@@ -574,7 +589,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
             (response, error) -> {
               if (error != null) {
                 throw new java.util.concurrent.CompletionException(
-                    Session.unavailable("the conditional delete of " + key + " failed", error));
+                    access.failure("the conditional delete of " + key + " failed", error));
               }
               return null;
             });
@@ -691,6 +706,11 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
   // Losses the store reports.
 
   @Override
+  public LeaseException failure(String what, Throwable error) {
+    return access.failure(what, error);
+  }
+
+  @Override
   public void grantDied(Session.Grant grant, String reason) {
     for (Map.Entry<String, Held> e : held.entrySet()) {
       Held h = e.getValue();
@@ -727,7 +747,7 @@ final class EtcdLeaseStore implements LeaseStore, Session.DeathListener {
               (response, error) -> {
                 if (error != null) {
                   ready.completeExceptionally(
-                      Session.unavailable("reading the etcd revision to watch from failed", error));
+                      access.failure("reading the etcd revision to watch from failed", error));
                   return;
                 }
                 startWatch(response.getHeader().getRevision() + 1);

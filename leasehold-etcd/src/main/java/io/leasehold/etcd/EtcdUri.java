@@ -1,32 +1,76 @@
 package io.leasehold.etcd;
 
+import java.io.ByteArrayOutputStream;
 import java.net.URI;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /**
- * A parsed {@code etcd://host:port[,host:port...][?namespace=/path]} URI.
+ * A parsed {@code etcd://host:port[,host:port...][?namespace=/path][&user=NAME&password-file=FILE]}
+ * URI, or its TLS form {@code etcds://...?ca=FILE[&cert=FILE&key=FILE]}. Parsing reads no file:
+ * the files are read when the backend opens ({@link EtcdAccess}).
  *
- * @param endpoints the members to connect to, as {@code http://host:port}
+ * @param secure whether the members are reached over TLS ({@code etcds://})
+ * @param endpoints the members to connect to, as {@code http://host:port} (jetcd takes the host
+ *     and port; TLS is switched on by the SSL context, not by the endpoint's scheme)
  * @param namespace the key prefix under which every lease key lives, starting with {@code /}
+ * @param ca the trusted authorities' certificates (PEM); null unless given
+ * @param cert the client's certificate chain (PEM); null unless given
+ * @param key the client's private key (PEM, PKCS#8); null exactly when {@code cert} is
+ * @param user the etcd user to authenticate as; null for none
+ * @param passwordFile the file holding that user's password; null unless given
  */
-record EtcdUri(List<URI> endpoints, String namespace) {
+record EtcdUri(
+    boolean secure,
+    List<URI> endpoints,
+    String namespace,
+    Path ca,
+    Path cert,
+    Path key,
+    String user,
+    Path passwordFile) {
 
   static final String DEFAULT_NAMESPACE = "/leasehold";
-  private static final String FORM = "etcd://host:port[,host:port...][?namespace=/path]";
+  static final String FORM =
+      "etcd://host:port[,host:port...][?namespace=/path][&user=NAME&password-file=FILE], or over"
+          + " TLS etcds://host:port[,...]?ca=FILE[&cert=FILE&key=FILE][&namespace=...][&user=...]";
+  private static final Set<String> OPTIONS =
+      Set.of("namespace", "ca", "cert", "key", "user", "password-file");
 
   /**
-   * Parses the URI an application gave.
+   * Parses the URI an application gave and checks that its parts go together.
    *
    * @throws IllegalArgumentException naming the part that is wrong and the expected form
    */
   static EtcdUri parse(String uri) {
+    return parseParts(uri).checked(uri);
+  }
+
+  /**
+   * Parses the URI without the checks of what must come together ({@link #checked}): the
+   * builder adds files and credentials first.
+   */
+  static EtcdUri parseParts(String uri) {
     String text = uri.strip();
-    if (!text.regionMatches(true, 0, "etcd://", 0, 7)) {
-      throw bad(uri, "it must start with 'etcd://'");
+    boolean secure;
+    int schemeEnd;
+    if (text.regionMatches(true, 0, "etcd://", 0, 7)) {
+      secure = false;
+      schemeEnd = 7;
+    } else if (text.regionMatches(true, 0, "etcds://", 0, 8)) {
+      secure = true;
+      schemeEnd = 8;
+    } else {
+      throw bad(uri, "it must start with 'etcd://' or, over TLS, 'etcds://'");
     }
-    String rest = text.substring(7);
+    String rest = text.substring(schemeEnd);
     String query = "";
     int q = rest.indexOf('?');
     if (q >= 0) {
@@ -43,19 +87,90 @@ record EtcdUri(List<URI> endpoints, String namespace) {
     for (String hostPort : rest.split(",", -1)) {
       endpoints.add(endpoint(uri, hostPort.strip()));
     }
-    String namespace = DEFAULT_NAMESPACE;
+    String namespace = null;
+    Path ca = null;
+    Path cert = null;
+    Path key = null;
+    String user = null;
+    Path passwordFile = null;
     if (!query.isEmpty()) {
       for (String param : query.split("&", -1)) {
         int eq = param.indexOf('=');
-        String key = eq < 0 ? param : param.substring(0, eq);
+        String name = eq < 0 ? param : param.substring(0, eq);
         String value = eq < 0 ? "" : param.substring(eq + 1);
-        if (!key.equals("namespace")) {
-          throw bad(uri, "unknown option '" + key + "' (the only option is 'namespace')");
+        if (name.equals("password")) {
+          // Refused rather than taken: a URI is printed in logs, kept in shell history and in
+          // configuration that is not treated as a secret.
+          throw bad(uri, "password= is not accepted in a URI (URIs end up in logs and shell"
+              + " history): put the password in a file readable only by this program and give"
+              + " password-file=FILE");
         }
-        namespace = namespace(uri, value);
+        if (!OPTIONS.contains(name)) {
+          throw bad(uri, "unknown option '" + name + "' (the options are namespace, ca, cert, key,"
+              + " user and password-file)");
+        }
+        if (value.isEmpty()) {
+          throw bad(uri, name + "= needs a value");
+        }
+        boolean twice =
+            switch (name) {
+              case "namespace" -> namespace != null;
+              case "ca" -> ca != null;
+              case "cert" -> cert != null;
+              case "key" -> key != null;
+              case "user" -> user != null;
+              default -> passwordFile != null;
+            };
+        if (twice) {
+          throw bad(uri, name + "= is given twice");
+        }
+        switch (name) {
+          case "namespace" -> namespace = namespace(uri, value);
+          case "ca" -> ca = file(uri, name, value);
+          case "cert" -> cert = file(uri, name, value);
+          case "key" -> key = file(uri, name, value);
+          case "user" -> user = user(uri, decode(uri, name, value));
+          default -> passwordFile = file(uri, name, value);
+        }
       }
     }
-    return new EtcdUri(List.copyOf(endpoints), namespace);
+    return new EtcdUri(
+        secure, List.copyOf(endpoints), namespace == null ? DEFAULT_NAMESPACE : namespace,
+        ca, cert, key, user, passwordFile);
+  }
+
+  /**
+   * {@return this URI, checked that its parts go together} TLS files only with {@code
+   * etcds://}, which needs a CA; {@code cert} with {@code key}; a password file only for a user.
+   * (A user without a password file is checked when the backend opens: the builder may give the
+   * password itself.)
+   *
+   * @param given the URI as given, for the message
+   */
+  EtcdUri checked(String given) {
+    if (!secure && (ca != null || cert != null || key != null)) {
+      throw bad(given, "ca=, cert= and key= are for TLS: a URI that speaks TLS starts with"
+          + " 'etcds://' (an 'etcd://' URI is plaintext)");
+    }
+    if (secure && ca == null) {
+      throw bad(given, "an etcds:// URI needs ca=FILE (the authorities that issued the members'"
+          + " certificates)");
+    }
+    if (cert != null && key == null) {
+      throw bad(given, "cert= needs key= (the client certificate's private key)");
+    }
+    if (key != null && cert == null) {
+      throw bad(given, "key= needs cert= (a client key without its certificate is of no use)");
+    }
+    if (passwordFile != null && user == null) {
+      throw bad(given, "password-file= needs user= (whose password it is)");
+    }
+    return this;
+  }
+
+  /** {@return this URI with the TLS and credential parts given to the builder} */
+  EtcdUri with(Path ca, Path cert, Path key, String user, Path passwordFile) {
+    return new EtcdUri(secure, endpoints, namespace, ca, cert, key, user, passwordFile);
   }
 
   private static URI endpoint(String uri, String hostPort) {
@@ -111,22 +226,122 @@ record EtcdUri(List<URI> endpoints, String namespace) {
     return value;
   }
 
-  private static IllegalArgumentException bad(String uri, String why) {
-    return new IllegalArgumentException(
-        "etcd backend URI must look like " + FORM + "; " + why + "; was '" + uri + "'");
+  private static Path file(String uri, String name, String value) {
+    String decoded = decode(uri, name, value);
+    try {
+      return Path.of(decoded);
+    } catch (InvalidPathException e) {
+      throw bad(uri, name + "= is not a file name: " + e.getReason());
+    }
   }
 
-  /** {@return the URI in canonical form} */
+  private static String user(String uri, String value) {
+    for (int i = 0; i < value.length(); i++) {
+      if (Character.isISOControl(value.charAt(i))) {
+        throw bad(uri, "user= must not contain control characters");
+      }
+    }
+    return value;
+  }
+
+  /**
+   * Undoes {@code %XX} escapes (UTF-8), as in the {@code leaseholds://} URI: a file name may hold
+   * {@code &}, {@code ?}, {@code #}, {@code %} or spaces. {@code +} stays a {@code +}.
+   */
+  private static String decode(String uri, String name, String value) {
+    if (!StandardCharsets.UTF_8.newEncoder().canEncode(value)) {
+      throw bad(uri, name + "= is not valid text (a lone surrogate)");
+    }
+    if (value.indexOf('%') < 0) {
+      return value;
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    for (int i = 0; i < value.length(); ) {
+      char c = value.charAt(i);
+      if (c != '%') {
+        int cp = value.codePointAt(i);
+        bytes.writeBytes(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
+        i += Character.charCount(cp);
+        continue;
+      }
+      int hi = i + 2 < value.length() ? Character.digit(value.charAt(i + 1), 16) : -1;
+      int lo = hi >= 0 ? Character.digit(value.charAt(i + 2), 16) : -1;
+      if (lo < 0) {
+        throw bad(uri, name + "= has a '%' that is not followed by two hex digits (write '%25' for"
+            + " a '%')");
+      }
+      bytes.write(hi * 16 + lo);
+      i += 3;
+    }
+    try {
+      return StandardCharsets.UTF_8
+          .newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(bytes.toByteArray()))
+          .toString();
+    } catch (CharacterCodingException e) {
+      throw bad(uri, name + "= has %-escapes that are not UTF-8");
+    }
+  }
+
+  /** The inverse of {@link #decode} for what the parser would misread. */
+  private static String encode(String value) {
+    StringBuilder s = new StringBuilder();
+    byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
+    for (byte b : utf8) {
+      int c = b & 0xff;
+      if (c <= ' ' || c == '%' || c == '&' || c == '?' || c == '#' || c == 0x7f) {
+        s.append('%').append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
+            .append(Character.toUpperCase(Character.forDigit(c & 15, 16)));
+      } else {
+        s.append((char) c);
+      }
+    }
+    // Bytes of multi-byte characters were appended one by one above; rebuild them as text.
+    return new String(s.toString().getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8);
+  }
+
+  private static IllegalArgumentException bad(String uri, String why) {
+    return new IllegalArgumentException(
+        "etcd backend URI must look like " + FORM + "; " + why + "; was '" + redacted(uri) + "'");
+  }
+
+  /**
+   * {@return the URI with the value of any {@code password=} replaced}: a refused URI is quoted
+   * in the message, and the message must not carry a password someone put there.
+   */
+  static String redacted(String uri) {
+    return uri.replaceAll("(?i)([?&]\\s*password\\s*=)[^&#]*", "$1***");
+  }
+
+  /**
+   * {@return the URI in canonical form} It names the files and the user, never a password: it is
+   * the backend's name in logs and messages.
+   */
   String canonical() {
-    StringBuilder s = new StringBuilder("etcd://");
+    StringBuilder s = new StringBuilder(secure ? "etcds://" : "etcd://");
     for (int i = 0; i < endpoints.size(); i++) {
       if (i > 0) {
         s.append(',');
       }
       s.append(endpoints.get(i).getAuthority());
     }
+    char sep = '?';
     if (!namespace.equals(DEFAULT_NAMESPACE)) {
-      s.append("?namespace=").append(namespace);
+      s.append(sep).append("namespace=").append(namespace);
+      sep = '&';
+    }
+    for (String[] p : new String[][] {
+        {"ca", ca == null ? null : ca.toString()},
+        {"cert", cert == null ? null : cert.toString()},
+        {"key", key == null ? null : key.toString()},
+        {"user", user},
+        {"password-file", passwordFile == null ? null : passwordFile.toString()}}) {
+      if (p[1] != null) {
+        s.append(sep).append(p[0]).append('=').append(encode(p[1]));
+        sep = '&';
+      }
     }
     return s.toString();
   }

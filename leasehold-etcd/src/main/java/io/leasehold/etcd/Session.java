@@ -43,6 +43,11 @@ final class Session {
   /** Called when the store no longer has a grant: every tenure attached to it is gone. */
   interface DeathListener {
     void grantDied(Grant grant, String reason);
+
+    /** {@return the failure of {@code what} as the engine reports it; the store names refusals} */
+    default io.leasehold.LeaseException failure(String what, Throwable error) {
+      return unavailable(what, error);
+    }
   }
 
   private final long ttlSeconds;
@@ -126,7 +131,7 @@ final class Session {
             (response, error) -> {
               timer.cancel();
               if (error != null) {
-                settleGrant(pending, null, unavailable("granting an etcd lease failed", error));
+                settleGrant(pending, null, onDeath.failure("granting an etcd lease failed", error));
               } else if (response.getTTL() < ttlSeconds) {
                 settleGrant(pending, null, new LeaseProtocolException("etcd granted a lease of " + response.getTTL() + " s for a request of "
                         + ttlSeconds + " s", null));

@@ -49,9 +49,28 @@ final class EtcdCluster implements AutoCloseable {
    * exits while starting makes the whole cluster start again on new ports, up to three times.
    */
   static EtcdCluster start(int size) {
+    return start(size, null);
+  }
+
+  /**
+   * The files of an etcd that serves its clients over TLS and requires client certificates
+   * ({@code --client-cert-auth}) from the authorities in {@code ca}.
+   *
+   * @param ca the authorities clients' certificates must come from ({@code --trusted-ca-file})
+   * @param cert the member's certificate ({@code --cert-file})
+   * @param key its key ({@code --key-file})
+   */
+  record ServerTls(Path ca, Path cert, Path key) {}
+
+  /**
+   * Starts {@code size} members as {@link #start(int)} does; with {@code tls}, their client port
+   * speaks TLS only and requires a client certificate, and /health is read on a plaintext metrics
+   * port.
+   */
+  static EtcdCluster start(int size, ServerTls tls) {
     for (int attempt = 1; ; attempt++) {
       try {
-        return startOnce(size);
+        return startOnce(size, tls);
       } catch (org.awaitility.core.TerminalFailureException exited) {
         if (attempt == 3) {
           throw exited;
@@ -60,12 +79,12 @@ final class EtcdCluster implements AutoCloseable {
     }
   }
 
-  private static EtcdCluster startOnce(int size) {
+  private static EtcdCluster startOnce(int size, ServerTls tls) {
     String binary = binary();
     Path dir = Path.of("target", "etcd", UUID.randomUUID().toString().substring(0, 8)).toAbsolutePath();
     List<Member> members = new ArrayList<>();
     for (int i = 0; i < size; i++) {
-      members.add(new Member("m" + i, freePort(), freePort(), dir.resolve("m" + i)));
+      members.add(new Member("m" + i, freePort(), freePort(), tls == null ? 0 : freePort(), dir.resolve("m" + i), tls));
     }
     String initialCluster =
         members.stream().map(m -> m.name + "=" + m.peerUrl()).collect(Collectors.joining(","));
@@ -145,7 +164,7 @@ final class EtcdCluster implements AutoCloseable {
         .failFast(
             "etcd member " + m.name + " exited; see " + m.log,
             () -> !m.process.isAlive())
-        .until(() -> healthy(m.clientPort));
+        .until(() -> healthy(m.tls == null ? m.clientPort : m.metricsPort));
   }
 
   /** {@return whether the member on {@code clientPort} answers /health with true} */
@@ -194,14 +213,18 @@ final class EtcdCluster implements AutoCloseable {
     final String name;
     final int clientPort;
     final int peerPort;
+    final int metricsPort;
     final Path dataDir;
     final Path log;
+    final ServerTls tls;
     Process process;
 
-    Member(String name, int clientPort, int peerPort, Path dataDir) {
+    Member(String name, int clientPort, int peerPort, int metricsPort, Path dataDir, ServerTls tls) {
       this.name = name;
       this.clientPort = clientPort;
       this.peerPort = peerPort;
+      this.metricsPort = metricsPort;
+      this.tls = tls;
       this.dataDir = dataDir;
       this.log = dataDir.resolveSibling(name + ".log");
     }
@@ -211,9 +234,8 @@ final class EtcdCluster implements AutoCloseable {
     }
 
     void start(String binary, String initialCluster, String token) throws IOException {
-      String clientUrl = "http://127.0.0.1:" + clientPort;
-      process =
-          new ProcessBuilder(
+      String clientUrl = (tls == null ? "http" : "https") + "://127.0.0.1:" + clientPort;
+      List<String> command = new ArrayList<>(List.of(
                   binary,
                   "--name=" + name,
                   "--data-dir=" + dataDir,
@@ -227,7 +249,17 @@ final class EtcdCluster implements AutoCloseable {
                   "--heartbeat-interval=10",
                   "--election-timeout=100",
                   "--logger=zap",
-                  "--log-level=warn")
+                  "--log-level=warn"));
+      if (tls != null) {
+        command.addAll(List.of(
+            "--cert-file=" + tls.cert(),
+            "--key-file=" + tls.key(),
+            "--trusted-ca-file=" + tls.ca(),
+            "--client-cert-auth",
+            "--listen-metrics-urls=http://127.0.0.1:" + metricsPort));
+      }
+      process =
+          new ProcessBuilder(command)
               .redirectErrorStream(true)
               .redirectOutput(log.toFile())
               .start();
