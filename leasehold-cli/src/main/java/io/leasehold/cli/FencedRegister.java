@@ -1,6 +1,6 @@
 package io.leasehold.cli;
 
-import io.leasehold.recipes.FencingGuard;
+import io.leasehold.recipes.fencing.FencingGuard;
 
 /**
  * The demo's protected resource: a register that only the leader should write, and that defends

@@ -1,13 +1,13 @@
 package io.leasehold.cli;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.LeaseLost;
-import io.leasehold.recipes.Member;
-import io.leasehold.recipes.GroupListener;
-import io.leasehold.recipes.GroupMember;
-import io.leasehold.recipes.GroupView;
-import io.leasehold.recipes.Membership;
 import io.leasehold.LeaseEvent;
+import io.leasehold.LeaseLost;
+import io.leasehold.recipes.membership.GroupListener;
+import io.leasehold.recipes.membership.GroupMember;
+import io.leasehold.recipes.membership.GroupView;
+import io.leasehold.recipes.membership.Member;
+import io.leasehold.recipes.membership.Membership;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.leasehold.LeaseBackend;
-import io.leasehold.recipes.Member;
-import io.leasehold.recipes.Membership;
+import io.leasehold.recipes.membership.Member;
+import io.leasehold.recipes.membership.Membership;
 import io.leasehold.server.LocalCluster;
 import java.io.PrintWriter;
 import java.io.StringWriter;

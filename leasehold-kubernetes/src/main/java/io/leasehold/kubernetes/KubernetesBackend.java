@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadPoolExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,8 +63,10 @@ public final class KubernetesBackend implements LeaseBackend {
   private final OpenLeases leases;
   private final OpenObservations observations = new OpenObservations();
   private volatile boolean closed;
+  /** Where this backend's observations open their watches (a blocking call); shut down by close(). */
+  private final ThreadPoolExecutor watchOpenerThreads = KubernetesObservation.newWatchOpener();
   /** Where an observation's blocking watch call runs; tests hold it back to widen a race. */
-  volatile Executor watchOpener = KubernetesObservation.WATCH_OPENER;
+  volatile Executor watchOpener = watchOpenerThreads;
 
   KubernetesBackend(
       KubernetesClient client,
@@ -210,6 +213,8 @@ public final class KubernetesBackend implements LeaseBackend {
   public void close() {
     closed = true;
     observations.closeAll();
+    // Interrupts openings still waiting for the API server; their observations are closed.
+    watchOpenerThreads.shutdownNow();
     try {
       leases.closeAll();
     } finally {

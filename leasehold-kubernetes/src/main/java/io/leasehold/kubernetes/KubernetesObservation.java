@@ -17,7 +17,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,16 +48,40 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
 
+  /** Threads that open watches, per backend: see {@link #newWatchOpener()}. */
+  static final int WATCH_OPENING_THREADS = 4;
+
   /**
-   * Where watches are opened: fabric8's {@code watch} blocks until the API server has answered,
-   * and a dropped or slow connection can hold it for the client's request timeout. Its own daemon
-   * threads, so a stuck opening never holds up another observation or the common pool.
+   * Where one backend's watches are opened. fabric8's {@code watch} blocks until the API server
+   * has answered the watch request, and waits for it without a time limit of its own (8.0.0:
+   * {@code waitUntilReadyOrFail(future, -1)}), so an opening can hold its thread for as long as
+   * a dropped or slow connection takes to fail. Kept off the timer thread and the common pool.
+   *
+   * <p>Bounded: at most {@value #WATCH_OPENING_THREADS} daemon threads (an unbounded cached pool
+   * would start one thread per observation while the API server hangs — thousands of threads for
+   * thousands of observed leases), started on demand and ended after 30 s idle, and shut down with
+   * the backend. Why a slow opening does not starve the others: it holds one thread and the
+   * others go on opening on the rest. Openings queue (in order) only when all of them are held,
+   * and every observation of a backend opens its watch through the same client to the same API
+   * server, so that many stuck at once means the server is not answering anyone — another thread
+   * would only be one more stuck call. A failed opening is retried by reading again (after 200
+   * ms), at the back of the queue, so one observation cannot keep the threads to itself. A backend
+   * of its own per cluster keeps a stuck cluster from holding up another's observations.
+   *
+   * @return a new executor for one backend; shut it down when the backend closes
    */
-  static final Executor WATCH_OPENER = Executors.newCachedThreadPool(runnable -> {
-    Thread thread = new Thread(runnable, "leasehold-kubernetes-watch-open");
-    thread.setDaemon(true);
-    return thread;
-  });
+  static ThreadPoolExecutor newWatchOpener() {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(
+        WATCH_OPENING_THREADS, WATCH_OPENING_THREADS, 30, TimeUnit.SECONDS,
+        new LinkedBlockingQueue<>(),
+        runnable -> {
+          Thread thread = new Thread(runnable, "leasehold-kubernetes-watch-open");
+          thread.setDaemon(true);
+          return thread;
+        });
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
 
   private final KubernetesClient client;
   private final LeaseApi api;
@@ -130,10 +156,14 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     var options = new ListOptionsBuilder().build();
     // fabric8 opens the watch on its own threads; a blocking call kept off the timer thread.
     Watcher<Lease> self = this;
-    watchOpener.execute(() -> {
+    Runnable open = () -> {
       try {
         Watch w = client.resources(Lease.class).inNamespace(api.namespace()).withName(objectName)
             .watch(options, self);
+        if (closed) {
+          w.close(); // closed while opening; the timer thread may be gone already
+          return;
+        }
         timers.execute(() -> {
           if (closed) {
             w.close();
@@ -144,11 +174,20 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           }
         });
       } catch (RuntimeException e) {
+        if (closed) {
+          return;
+        }
         log.debug("observation of '{}': the watch could not be opened ({}); reading again",
             observation.name(), e.toString());
         timers.schedule(() -> read(LeaseEvent.Type.GAP), RETRY_NANOS);
       }
-    });
+    };
+    try {
+      watchOpener.execute(open);
+    } catch (RejectedExecutionException e) {
+      // The backend is closing: its opener is shut down, and this observation is being closed.
+      log.debug("observation of '{}': no watch opened, the backend is closed", observation.name());
+    }
   }
 
   @Override

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -101,6 +102,29 @@ class KubernetesObserveTest {
       b.release().join();
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
       assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
+    }
+  }
+
+  /**
+   * Watches are opened (a blocking fabric8 call) on a few threads of the backend's own, not one
+   * thread per observation, and those threads end with the backend.
+   */
+  @Test
+  void watchesAreOpenedOnABoundedPoolThatEndsWithTheBackend() throws Exception {
+    try (MockApiServer server = new MockApiServer()) {
+      KubernetesBackend watcher = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE);
+      ThreadPoolExecutor opener = (ThreadPoolExecutor) watcher.watchOpener;
+      List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+      int observed = 3 * KubernetesObservation.WATCH_OPENING_THREADS;
+      for (int i = 0; i < observed; i++) {
+        watcher.observe("observed-" + i, seen::add);
+      }
+      await().atMost(Duration.ofSeconds(30)).until(() -> opener.getCompletedTaskCount() == observed);
+      assertThat(seen).as("each observation told its CURRENT state").hasSize(observed);
+      assertThat(opener.getLargestPoolSize()).isLessThanOrEqualTo(KubernetesObservation.WATCH_OPENING_THREADS);
+
+      watcher.close();
+      assertThat(opener.awaitTermination(30, TimeUnit.SECONDS)).as("the opening threads ended").isTrue();
     }
   }
 

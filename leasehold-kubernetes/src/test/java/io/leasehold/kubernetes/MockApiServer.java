@@ -1,5 +1,7 @@
 package io.leasehold.kubernetes;
 
+import io.fabric8.kubernetes.api.model.Status;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
 import io.fabric8.kubernetes.client.Config;
@@ -56,6 +58,34 @@ final class MockApiServer implements AutoCloseable {
   /** {@return where the server listens} */
   InetSocketAddress address() {
     return new InetSocketAddress(server.getHostName(), server.getPort());
+  }
+
+  /**
+   * From now on answers every {@code method} on {@code path} with {@code code} and a {@code
+   * Status} as an API server writes it (a real one says "forbidden" for a missing RBAC rule):
+   * what a service account without the Role sees. Stored objects are not touched.
+   *
+   * @param method GET, POST or PUT
+   * @param path the request path, e.g. {@code /apis/coordination.k8s.io/v1/namespaces/NS/leases}
+   * @param code the HTTP status, e.g. 403
+   * @param message the Status message
+   */
+  void refuse(String method, String path, int code, String message) {
+    Status status = new StatusBuilder()
+        .withStatus("Failure")
+        .withMessage(message)
+        .withReason(code == 403 ? "Forbidden" : code == 401 ? "Unauthorized" : "Failure")
+        .withNewDetails().withGroup("coordination.k8s.io").withKind("leases").endDetails()
+        .withCode(code)
+        .build();
+    var expectation = server.expect();
+    var withMethod = switch (method) {
+      case "GET" -> expectation.get();
+      case "POST" -> expectation.post();
+      case "PUT" -> expectation.put();
+      default -> throw new IllegalArgumentException("method must be GET, POST or PUT; was " + method);
+    };
+    withMethod.withPath(path).andReturn(code, status).always();
   }
 
   /** {@return a client straight to the server, for the test's own reads and writes} */

@@ -1,13 +1,16 @@
 package io.leasehold.recipes;
 
-import io.leasehold.Scheduler;
 import static org.awaitility.Awaitility.await;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseSettings;
+import io.leasehold.Scheduler;
 import io.leasehold.memory.MemoryBackend;
 import io.leasehold.memory.MemoryStore;
-import io.leasehold.recipes.LeadershipListener.Why;
+import io.leasehold.recipes.election.LeaderElection;
+import io.leasehold.recipes.election.LeaderWork;
+import io.leasehold.recipes.election.LeadershipListener.Why;
+import io.leasehold.recipes.election.LeadershipListener;
 import io.leasehold.spi.VirtualClock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,39 +33,39 @@ import java.util.concurrent.atomic.AtomicReference;
  * which no lease can keep two works apart; it is also where a missing cancellation shows up, as
  * a wait that times out.
  */
-final class Cluster implements AutoCloseable {
+public final class Cluster implements AutoCloseable {
 
-  static final Duration TTL = Duration.ofSeconds(10);
-  static final Duration STEP = Duration.ofMillis(50);
+  public static final Duration TTL = Duration.ofSeconds(10);
+  public static final Duration STEP = Duration.ofMillis(50);
 
-  final VirtualClock clock = new VirtualClock(Long.MAX_VALUE - Duration.ofSeconds(30).toNanos());
-  final MemoryStore store = MemoryStore.create(clock);
-  final WorkRegister register = new WorkRegister();
-  final List<Node> nodes = new ArrayList<>();
-  final AtomicInteger twoLeadersAtOnce = new AtomicInteger();
+  public final VirtualClock clock = new VirtualClock(Long.MAX_VALUE - Duration.ofSeconds(30).toNanos());
+  public final MemoryStore store = MemoryStore.create(clock);
+  public final WorkRegister register = new WorkRegister();
+  public final List<Node> nodes = new ArrayList<>();
+  public final AtomicInteger twoLeadersAtOnce = new AtomicInteger();
 
-  Scheduler scheduler() {
+  public Scheduler scheduler() {
     return clock; // one virtual clock drives the leases and the recipes
   }
 
-  static LeaseSettings settings(String owner) {
+  public static LeaseSettings settings(String owner) {
     return LeaseSettings.builder("singleton", owner).ttl(TTL).build();
   }
 
-  Node node(String name) {
+  public Node node(String name) {
     return node(name, ctx -> {
       new CountDownLatch(1).await(); // the leader's work: runs until interrupted
     });
   }
 
-  Node node(String name, LeaderWork inner) {
+  public Node node(String name, LeaderWork inner) {
     Node n = new Node(name, store.connect(), inner);
     nodes.add(n);
     return n;
   }
 
   /** Lets {@code d} of virtual time pass in steps, sampling who leads after each. */
-  void run(Duration d) {
+  public void run(Duration d) {
     for (long done = 0; done < d.toNanos(); done += STEP.toNanos()) {
       clock.advance(STEP);
       settle();
@@ -70,7 +73,7 @@ final class Cluster implements AutoCloseable {
   }
 
   /** Runs until {@code node} leads, at most {@code atMost} of virtual time. */
-  void runUntilLeader(Node node, Duration atMost) {
+  public void runUntilLeader(Node node, Duration atMost) {
     for (long done = 0; !node.election.isLeader() || !node.workRunning(); done += STEP.toNanos()) {
       if (done > atMost.toNanos()) {
         throw new AssertionError(node.name + " did not lead within " + atMost + " of virtual time");
@@ -80,12 +83,12 @@ final class Cluster implements AutoCloseable {
     }
   }
 
-  Node leader() {
+  public Node leader() {
     return nodes.stream().filter(n -> n.election.isLeader()).findFirst().orElse(null);
   }
 
   /** Waits until each live non-leader's work has stopped; then counts leaders. */
-  void settle() {
+  public void settle() {
     await("every process that does not lead has stopped its work")
         .atMost(Duration.ofSeconds(10))
         .pollInSameThread()
@@ -105,7 +108,7 @@ final class Cluster implements AutoCloseable {
    * Closes {@code election} on another thread while this one lets virtual time pass: close()
    * waits for the store, whose answers come on virtual time.
    */
-  void close(LeaderElection election) {
+  public void close(LeaderElection election) {
     CompletableFuture<Void> closed = CompletableFuture.runAsync(election::close);
     for (int i = 0; i < 100_000 && !closed.isDone(); i++) {
       clock.advance(Duration.ofMillis(10));
@@ -126,14 +129,14 @@ final class Cluster implements AutoCloseable {
   }
 
   /** One process: its connection to the store, its lease, its election and its work's thread. */
-  final class Node {
-    final String name;
-    final MemoryBackend backend;
-    final Lease lease;
-    final LeaderElection election;
-    final List<String> events = new CopyOnWriteArrayList<>();
+  public final class Node {
+    public final String name;
+    public final MemoryBackend backend;
+    public final Lease lease;
+    public final LeaderElection election;
+    public final List<String> events = new CopyOnWriteArrayList<>();
     final AtomicReference<Thread> workThread = new AtomicReference<>();
-    volatile boolean frozen;
+    public volatile boolean frozen;
 
     Node(String name, MemoryBackend backend, LeaderWork inner) {
       this.name = name;
@@ -169,18 +172,18 @@ final class Cluster implements AutoCloseable {
               .build();
     }
 
-    boolean workRunning() {
+    public boolean workRunning() {
       return register.isRunning(name);
     }
 
     /** The process dies: no release, no handler; its work thread dies with it. */
-    void crash() {
+    public void crash() {
       frozen = true;
       backend.crash();
       killWork();
     }
 
-    void killWork() {
+    public void killWork() {
       Thread t = workThread.get();
       if (t != null) {
         t.interrupt();

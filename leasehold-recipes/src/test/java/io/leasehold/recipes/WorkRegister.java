@@ -11,14 +11,14 @@ import java.util.concurrent.atomic.AtomicReference;
  * on entry and unmarks itself on exit, on its own thread, by compare-and-set on one register. An
  * entry while another work is marked is an overlap, whenever and however it happened.
  */
-final class WorkRegister {
+public final class WorkRegister {
 
   private final AtomicReference<String> runner = new AtomicReference<>();
   private final Set<String> running = ConcurrentHashMap.newKeySet();
-  final List<String> overlaps = new CopyOnWriteArrayList<>();
-  final List<Long> tokens = new CopyOnWriteArrayList<>();
+  public final List<String> overlaps = new CopyOnWriteArrayList<>();
+  public final List<Long> tokens = new CopyOnWriteArrayList<>();
 
-  void enter(String who, long token) {
+  public void enter(String who, long token) {
     running.add(who);
     tokens.add(token);
     String other = runner.get();
@@ -27,12 +27,12 @@ final class WorkRegister {
     }
   }
 
-  void exit(String who) {
+  public void exit(String who) {
     runner.compareAndSet(who, null);
     running.remove(who);
   }
 
-  boolean isRunning(String who) {
+  public boolean isRunning(String who) {
     return running.contains(who);
   }
 }

@@ -1,6 +1,6 @@
 package io.leasehold.spring.boot;
 
-import io.leasehold.recipes.LeaderContext;
+import io.leasehold.recipes.election.LeaderContext;
 
 /**
  * This process became the leader of a role. Published on the term's own thread before the leader

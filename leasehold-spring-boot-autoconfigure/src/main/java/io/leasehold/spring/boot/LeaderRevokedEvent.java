@@ -1,6 +1,6 @@
 package io.leasehold.spring.boot;
 
-import io.leasehold.recipes.LeadershipListener.Why;
+import io.leasehold.recipes.election.LeadershipListener.Why;
 
 /**
  * This process stopped leading a role. Published on the term's own thread once the leader work has

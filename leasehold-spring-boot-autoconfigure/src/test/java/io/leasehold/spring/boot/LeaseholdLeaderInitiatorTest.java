@@ -8,7 +8,7 @@ import io.leasehold.LeaseSettings;
 import io.leasehold.integration.LeaseholdLockRegistry;
 import io.leasehold.memory.MemoryBackend;
 import io.leasehold.memory.MemoryStore;
-import io.leasehold.recipes.LeadershipListener.Why;
+import io.leasehold.recipes.election.LeadershipListener.Why;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
