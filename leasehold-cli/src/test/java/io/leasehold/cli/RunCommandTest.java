@@ -43,7 +43,7 @@ class RunCommandTest {
     assertThat(err.toString())
         .contains("--backend is not a usable backend URI ('consul://127.0.0.1:8500')")
         .contains("no Leasehold backend for scheme 'consul'")
-        .contains("available: etcd, kubernetes, leasehold, leaseholds, memory, zookeeper");
+        .contains("available: etcd, etcds, kubernetes, leasehold, leaseholds, memory, zookeeper");
   }
 
   @Test
