@@ -1,11 +1,12 @@
 package io.leasehold.etcd;
 
+import static io.leasehold.etcd.SecuredEtcd.connected;
+import static io.leasehold.etcd.SecuredEtcd.settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
-import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.server.Certificates;
 import java.nio.file.Path;
@@ -65,21 +66,6 @@ class EtcdTlsTest {
 
   private static String hostPort() {
     return "127.0.0.1:" + cluster.clientAddress(0).getPort();
-  }
-
-  /** Generous timeouts: a loaded machine, and a handshake and a login on the first request. */
-  private static LeaseSettings settings(String name, String owner) {
-    return LeaseSettings.builder(name, owner)
-        .ttl(Duration.ofSeconds(30))
-        .operationTimeout(Duration.ofSeconds(5))
-        .acquireRetries(0)
-        .build();
-  }
-
-  /** A backend that has reached etcd: a cold JVM's first round trips are slow, not the point. */
-  private static <B extends LeaseBackend> B connected(B backend) throws Exception {
-    ((EtcdBackend) backend).connected().get(30, TimeUnit.SECONDS);
-    return backend;
   }
 
   @Test
