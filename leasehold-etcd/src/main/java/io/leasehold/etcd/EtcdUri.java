@@ -1,9 +1,7 @@
 package io.leasehold.etcd;
 
-import java.io.ByteArrayOutputStream;
+import io.leasehold.spi.UriEscapes;
 import java.net.URI;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -244,44 +242,15 @@ record EtcdUri(
     return value;
   }
 
-  /**
-   * Undoes {@code %XX} escapes (UTF-8), as in the {@code leaseholds://} URI: a file name may hold
-   * {@code &}, {@code ?}, {@code #}, {@code %} or spaces. {@code +} stays a {@code +}.
-   */
+  /** Undoes {@code %XX} escapes ({@link UriEscapes#decode}), naming the parameter if it cannot. */
   private static String decode(String uri, String name, String value) {
     if (!StandardCharsets.UTF_8.newEncoder().canEncode(value)) {
       throw bad(uri, name + "= is not valid text (a lone surrogate)");
     }
-    if (value.indexOf('%') < 0) {
-      return value;
-    }
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    for (int i = 0; i < value.length(); ) {
-      char c = value.charAt(i);
-      if (c != '%') {
-        int cp = value.codePointAt(i);
-        bytes.writeBytes(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
-        i += Character.charCount(cp);
-        continue;
-      }
-      int hi = i + 2 < value.length() ? Character.digit(value.charAt(i + 1), 16) : -1;
-      int lo = hi >= 0 ? Character.digit(value.charAt(i + 2), 16) : -1;
-      if (lo < 0) {
-        throw bad(uri, name + "= has a '%' that is not followed by two hex digits (write '%25' for"
-            + " a '%')");
-      }
-      bytes.write(hi * 16 + lo);
-      i += 3;
-    }
     try {
-      return StandardCharsets.UTF_8
-          .newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(java.nio.ByteBuffer.wrap(bytes.toByteArray()))
-          .toString();
-    } catch (CharacterCodingException e) {
-      throw bad(uri, name + "= has %-escapes that are not UTF-8");
+      return UriEscapes.decode(value);
+    } catch (IllegalArgumentException e) {
+      throw bad(uri, name + "= " + e.getMessage());
     }
   }
 

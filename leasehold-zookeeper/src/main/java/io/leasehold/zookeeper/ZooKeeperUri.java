@@ -1,9 +1,6 @@
 package io.leasehold.zookeeper;
 
-import java.io.ByteArrayOutputStream;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
+import io.leasehold.spi.UriEscapes;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -90,7 +87,7 @@ record ZooKeeperUri(
 
   private static void appendParameter(StringBuilder b, String name, String value) {
     if (value != null) {
-      b.append('&').append(name).append('=').append(escape(value));
+      b.append('&').append(name).append('=').append(UriEscapes.encode(value));
     }
   }
 
@@ -176,55 +173,13 @@ record ZooKeeperUri(
     return parameters;
   }
 
-  /** Decodes {@code %XX} escapes (UTF-8); everything else, {@code +} included, stays as written. */
+  /** Undoes {@code %XX} escapes ({@link UriEscapes#decode}), naming the parameter if it cannot. */
   private static String unescape(String uri, String name, String value) {
-    if (value.indexOf('%') < 0) {
-      return value;
+    try {
+      return UriEscapes.decode(value);
+    } catch (IllegalArgumentException e) {
+      throw bad(uri, "parameter " + name + " " + e.getMessage());
     }
-    StringBuilder out = new StringBuilder();
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    int i = 0;
-    while (i < value.length()) {
-      char c = value.charAt(i);
-      if (c != '%') {
-        out.append(c);
-        i++;
-        continue;
-      }
-      bytes.reset();
-      while (i < value.length() && value.charAt(i) == '%') {
-        int hi = i + 2 < value.length() ? Character.digit(value.charAt(i + 1), 16) : -1;
-        int lo = i + 2 < value.length() ? Character.digit(value.charAt(i + 2), 16) : -1;
-        if (hi < 0 || lo < 0) {
-          throw bad(uri, "parameter " + name + " has a '%' not followed by two hex digits");
-        }
-        bytes.write(hi * 16 + lo);
-        i += 3;
-      }
-      try {
-        out.append(StandardCharsets.UTF_8.newDecoder()
-            .onMalformedInput(CodingErrorAction.REPORT)
-            .onUnmappableCharacter(CodingErrorAction.REPORT)
-            .decode(ByteBuffer.wrap(bytes.toByteArray())));
-      } catch (CharacterCodingException e) {
-        throw bad(uri, "parameter " + name + " has %-escapes that are not UTF-8");
-      }
-    }
-    return out.toString();
-  }
-
-  /** The inverse of {@link #unescape} for the characters that would end or change a value. */
-  private static String escape(String value) {
-    StringBuilder b = new StringBuilder(value.length());
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (c == '%' || c == '&' || c == '?' || c == '#' || c == ' ' || c < 0x20 || c == 0x7f) {
-        b.append('%').append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
-      } else {
-        b.append(c);
-      }
-    }
-    return b.toString();
   }
 
   /** {@return {@code uri} with the value of any {@code password=} parameter replaced} */
