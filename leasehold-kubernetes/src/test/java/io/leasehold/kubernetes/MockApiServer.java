@@ -143,6 +143,16 @@ final class MockApiServer implements AutoCloseable {
   @Override
   public void close() {
     admin.close();
-    server.destroy();
+    try {
+      server.destroy();
+    } catch (IllegalStateException e) {
+      // fabric8's server waits, bounded, for its connections to end; one held by a contender the
+      // test cut off (a TcpProxy link that swallows the close) can outlast that wait. The test's
+      // verdict is in by now and the server's port is not reused, so a slow close is not a failure.
+      if (!(e.getCause() instanceof java.util.concurrent.TimeoutException)) {
+        throw e;
+      }
+      System.err.println("MockApiServer: the mock server's close timed out (" + e.getMessage() + ")");
+    }
   }
 }
