@@ -74,6 +74,13 @@ public final class CoreClient implements AutoCloseable {
    */
   static final Duration HINT_QUARANTINE = Duration.ofSeconds(5);
 
+  /**
+   * How often the client pings a node while a call is open, to find a connection that died
+   * without a reset. The node must permit it ({@code CoreNode.CLIENT_PING_PERMIT}), or it ends
+   * the connection with GOAWAY {@code too_many_pings}.
+   */
+  static final Duration PING_INTERVAL = Duration.ofSeconds(10);
+
   private final List<InetSocketAddress> endpoints;
   private final ManagedChannel[] channels;
   private final Duration attemptTimeout;
@@ -147,7 +154,7 @@ public final class CoreClient implements AutoCloseable {
               .intercept(extra)
               .intercept(leaderHints(i))
               // Detect a dead connection (a peer gone without a reset) within seconds.
-              .keepAliveTime(10, TimeUnit.SECONDS)
+              .keepAliveTime(PING_INTERVAL.toSeconds(), TimeUnit.SECONDS)
               .keepAliveTimeout(5, TimeUnit.SECONDS)
               .build();
     }

@@ -67,6 +67,16 @@ public final class CoreNode implements AutoCloseable {
   /** How long a starting node waits for another node to tell its settings (one that hangs). */
   static final Duration START_CHECK_TIMEOUT = Duration.ofSeconds(3);
 
+  /**
+   * The shortest interval between a client's HTTP/2 pings that the node accepts. Clients ping to
+   * find a dead connection within seconds ({@code CoreClient} every 10 s while it has a call open,
+   * and a keep-alive stream is always open); gRPC's default permit is 5 minutes, and a server
+   * answers the third early ping with GOAWAY {@code too_many_pings}, which cut every client's
+   * keep-alive stream about once every 30 s and made clients fail over in the middle of a
+   * leader change. Must stay below every ping interval a Leasehold client uses.
+   */
+  public static final Duration CLIENT_PING_PERMIT = Duration.ofSeconds(5);
+
   private final NodeConfig config;
   private final PeerSettings peerSettings;
   /** Null in plaintext. */
@@ -234,6 +244,8 @@ public final class CoreNode implements AutoCloseable {
             // the request and hands it on (a future, a queue), none blocks, so a hop to gRPC's
             // executor per message would cost a thread wake-up and buy nothing.
             .directExecutor()
+            .permitKeepAliveTime(CLIENT_PING_PERMIT.toSeconds(), TimeUnit.SECONDS)
+            .permitKeepAliveWithoutCalls(true)
             .addService(
                 ServerInterceptors.intercept(
                     new ClientService(
