@@ -476,13 +476,13 @@ public final class CoreNode implements AutoCloseable {
    * {@return the last lease events this node applied (at most {@code max}) that its watch
    * history still holds, oldest first}
    */
-  public List<LeaseEvent> recentLeaseEvents(int max) {
-    List<LeaseEvent> recent = new java.util.ArrayList<>();
+  public List<TenureChange> recentTenureChanges(int max) {
+    List<TenureChange> recent = new java.util.ArrayList<>();
     for (io.leasehold.core.proto.Event e : watches.recent(CoreState.LEASE_PREFIX, max)) {
       KeyValue kv = e.getKv();
       boolean put = e.getType() == io.leasehold.core.proto.Event.Type.PUT;
       recent.add(
-          new LeaseEvent(
+          new TenureChange(
               kv.getModRevision(), put ? "ACQUIRED" : "ENDED", kv.getKey().substring(CoreState.LEASE_PREFIX.length()),
               kv.getValue().toStringUtf8(), kv.getCreateRevision(), put ? "" : e.getCause()));
     }

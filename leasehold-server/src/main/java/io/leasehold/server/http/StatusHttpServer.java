@@ -3,7 +3,7 @@ package io.leasehold.server.http;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.leasehold.server.CoreNode;
-import io.leasehold.server.LeaseEvent;
+import io.leasehold.server.TenureChange;
 import io.leasehold.server.NodeSnapshot;
 import java.io.IOException;
 import java.io.InputStream;
@@ -113,8 +113,8 @@ public final class StatusHttpServer implements AutoCloseable {
         case "/status.json" -> {
           List<CoreNode> running = nodes.get();
           List<NodeSnapshot> snaps = running.stream().map(CoreNode::snapshot).toList();
-          List<LeaseEvent> events = new ArrayList<>();
-          running.forEach(n -> events.addAll(n.recentLeaseEvents(50)));
+          List<TenureChange> events = new ArrayList<>();
+          running.forEach(n -> events.addAll(n.recentTenureChanges(50)));
           send(exchange, 200, "application/json", StatusJson.render(snaps, mergeEvents(events), notReady(snaps)));
         }
         default -> send(exchange, 404, "text/plain; charset=utf-8", "not found: " + path + "\n");
@@ -129,11 +129,11 @@ public final class StatusHttpServer implements AutoCloseable {
   }
 
   /** Each node saw the same events: keep one of each revision and lease, the last 50. */
-  private static List<LeaseEvent> mergeEvents(List<LeaseEvent> events) {
-    List<LeaseEvent> unique = new ArrayList<>();
+  private static List<TenureChange> mergeEvents(List<TenureChange> events) {
+    List<TenureChange> unique = new ArrayList<>();
     java.util.Set<String> seen = new java.util.HashSet<>();
     events.stream()
-        .sorted(Comparator.comparingLong(LeaseEvent::revision))
+        .sorted(Comparator.comparingLong(TenureChange::revision))
         .forEach(e -> {
           if (seen.add(e.revision() + "/" + e.type() + "/" + e.name())) {
             unique.add(e);

@@ -1,6 +1,6 @@
 package io.leasehold.server.http;
 
-import io.leasehold.server.LeaseEvent;
+import io.leasehold.server.TenureChange;
 import io.leasehold.server.NodeSnapshot;
 import java.util.List;
 
@@ -9,7 +9,7 @@ final class StatusJson {
 
   private StatusJson() {}
 
-  static String render(List<NodeSnapshot> nodes, List<LeaseEvent> events, String notReady) {
+  static String render(List<NodeSnapshot> nodes, List<TenureChange> events, String notReady) {
     StringBuilder out = new StringBuilder(2048);
     out.append("{\"now\":").append(System.currentTimeMillis());
     out.append(",\"ready\":").append(notReady == null);
@@ -58,7 +58,7 @@ final class StatusJson {
     }
     out.append("],\"events\":[");
     for (int i = 0; i < events.size(); i++) {
-      LeaseEvent e = events.get(i);
+      TenureChange e = events.get(i);
       out.append(i > 0 ? "," : "").append("{\"revision\":").append(e.revision())
           .append(",\"type\":").append(str(e.type()))
           .append(",\"name\":").append(str(e.name()))
