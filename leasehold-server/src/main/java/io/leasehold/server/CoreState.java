@@ -89,7 +89,7 @@ import java.util.TreeSet;
  * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
  * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
  */
-final class CoreState {
+public final class CoreState {
 
   /** Keys of named leases live under this prefix; clients may read and delete them, not write. */
   static final String LEASE_PREFIX = "/_leasehold/leases/";
@@ -112,7 +112,7 @@ final class CoreState {
    */
   static final String ATTACHED_PREFIX = "/_leasehold/attached/";
 
-  static final int REPLIES_KEPT_PER_CLIENT = 64;
+  public static final int REPLIES_KEPT_PER_CLIENT = 64;
 
   /** How long (cluster time) a client's calls are recognised after its last write. */
   static final long DEDUP_WINDOW_MILLIS = 5 * 60_000;
@@ -156,10 +156,10 @@ final class CoreState {
   private long leaseExpiries;
 
   /** A change to apply, with what it answers and what watchers are told. */
-  record Applied(Reply reply, List<Event> events, Change change) {}
+  public record Applied(Reply reply, List<Event> events, Change change) {}
 
   /** What the leader's session keeper must learn from an applied command. */
-  sealed interface Change {
+  public sealed interface Change {
     /** Nothing about sessions changed. */
     record None() implements Change {}
 
@@ -171,6 +171,13 @@ final class CoreState {
   }
 
   private static final Change NONE = new Change.None();
+
+  /**
+   * An empty state, as a node has before it applies its first entry or loads a snapshot. Public,
+   * with {@link #apply(long, long, Command)} and the snapshot methods, so that the state can be
+   * measured on its own (leasehold-jmh) without a node around it.
+   */
+  public CoreState() {}
 
   private record ClientKey(long high, long low) {}
 
@@ -213,7 +220,7 @@ final class CoreState {
    * @param command the entry
    * @return the reply, the events, and the session change
    */
-  synchronized Applied apply(long index, long term, Command command) {
+  public synchronized Applied apply(long index, long term, Command command) {
     return apply(index, term, command.getStampMillis(), command);
   }
 
@@ -918,7 +925,7 @@ final class CoreState {
    * the copy of the state holds the lock (keys are immutable messages, so it copies references);
    * serialising and writing do not, so reads and keep-alives are not held up by the disk.
    */
-  long writeSnapshot(OutputStream out) throws IOException {
+  public long writeSnapshot(OutputStream out) throws IOException {
     SnapshotBody body = snapshotBody();
     DataOutputStream data = new DataOutputStream(out);
     data.writeInt(SNAPSHOT_MAGIC);
@@ -977,7 +984,7 @@ final class CoreState {
   }
 
   /** Replaces the whole state with a snapshot's. */
-  synchronized void readSnapshot(InputStream in) throws IOException {
+  public synchronized void readSnapshot(InputStream in) throws IOException {
     DataInputStream data = new DataInputStream(in);
     int magic;
     int format;

@@ -1,5 +1,6 @@
-package io.leasehold.server;
+package io.leasehold.jmh;
 
+import io.leasehold.server.CoreState;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.server.state.Command;

@@ -1,5 +1,6 @@
-package io.leasehold.server;
+package io.leasehold.jmh;
 
+import io.leasehold.server.CoreState;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;
