@@ -41,6 +41,27 @@ import org.slf4j.LoggerFactory;
  * {@code Tenancy} is that rule alone, small enough to check in one sitting; this class is the
  * rest: acquiring, renewing on a timer, releasing, and telling the handlers.
  *
+ * <p><b>Life of a lease object</b> ({@link Phase}; {@link #phase()} says where it is):
+ *
+ * <pre>
+ *            acquire()                 granted
+ *   IDLE ─────────────────▶ ACQUIRING ─────────▶ HELD ──┐ renewals keep it HELD
+ *    ▲  ▲   refused, timed out │                   │  ◀─┘
+ *    │  └──────────────────────┘                   │ the deadline passes / the store ends it
+ *    │  ◀──────────────────────────────────────────┘ (a loss: onLost runs, then IDLE)
+ *    │                release() confirmed, or its deadline passed
+ *    └──────────────────────────── RELEASING ◀────── HELD: release()
+ *
+ *   any phase ── close() ──▶ CLOSED (final: an acquire in progress fails, a tenure is released)
+ * </pre>
+ *
+ * <p>Two calls may overlap, and the phase names the one the caller waits for: {@code release()}
+ * during ACQUIRING waits for the acquire and then releases what it got (the phase stays
+ * ACQUIRING until then); {@code acquire()} during RELEASING waits for the release to settle and
+ * is ACQUIRING from the call. The phase is therefore derived from the guarded fields below
+ * ({@code closed}, {@code acquiring}, {@code releasing}) and the current tenure, rather than kept
+ * as a fifth field that could disagree with them.
+ *
  * <p><b>Threads.</b> Timers run on the runtime's scheduler, loss handlers on its callback
  * executor, and store replies arrive on whatever thread the backend completes them. The internal
  * lock guards only bookkeeping; no store call, handler or future completion runs under it.
@@ -48,6 +69,20 @@ import org.slf4j.LoggerFactory;
 public final class ManagedLease implements Lease {
 
   private static final Logger log = LoggerFactory.getLogger(ManagedLease.class);
+
+  /** Where a lease object is in its life (the class Javadoc draws the transitions). */
+  public enum Phase {
+    /** Holds nothing and no call is in progress: before the first acquire, after a release or a loss. */
+    IDLE,
+    /** An {@code acquire()} is in progress (asking the store, or waiting for a release to settle). */
+    ACQUIRING,
+    /** A tenure is live: {@code checkAlive()} is true until its safe deadline. */
+    HELD,
+    /** A {@code release()} is in progress; the tenure is already not alive. */
+    RELEASING,
+    /** Closed: final. */
+    CLOSED
+  }
 
   private final LeaseSettings settings;
   private final HolderId holder;
@@ -1018,11 +1053,30 @@ public final class ManagedLease implements Lease {
     return StoreCalls.millis(nanos);
   }
 
+  /**
+   * {@return where this lease object is in its life} A snapshot: another thread may move it on.
+   * For logs, diagnostics and tests; safety decisions use {@link #checkAlive()}.
+   */
+  public Phase phase() {
+    synchronized (lock) {
+      if (closed) {
+        return Phase.CLOSED;
+      }
+      if (acquiring != null) {
+        return Phase.ACQUIRING;
+      }
+      if (releasing != null) {
+        return Phase.RELEASING;
+      }
+      return current.alive() ? Phase.HELD : Phase.IDLE;
+    }
+  }
+
   @Override
   public String toString() {
     Tenancy t = current;
-    return "Lease{name='" + settings.name() + "', holder=" + holder
-        + (t.alive() ? ", token=" + t.tenure.token() + ", remaining=" + remaining() : ", not held")
+    return "Lease{name='" + settings.name() + "', holder=" + holder + ", " + phase()
+        + (t.alive() ? ", token=" + t.tenure.token() + ", remaining=" + remaining() : "")
         + '}';
   }
 

@@ -302,6 +302,49 @@ class ManagedLeaseTest {
     assertThat(lease.fencingToken()).hasValue(3);
   }
 
+  /** The life drawn in ManagedLease's Javadoc, step by step, including both overlaps. */
+  @Test
+  void thePhaseFollowsTheLifeDrawnInTheJavadoc() {
+    ManagedLease lease = lease(settings().build());
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.IDLE);
+
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.ACQUIRING);
+    CompletableFuture<Void> released = lease.release(); // waits for the acquire
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.ACQUIRING);
+    store.grant(1);
+    assertThat(acquired).isCompletedWithValue(true);
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.RELEASING);
+    store.releases.get(0).reply().complete(null);
+    assertThat(released).isCompletedWithValue(null);
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.IDLE);
+
+    CompletableFuture<Boolean> again = lease.acquire();
+    store.grant(2);
+    assertThat(again).isCompletedWithValue(true);
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.HELD);
+    assertThat(lease).hasToString("Lease{name='jobs', holder=" + lease.holder() + ", HELD, token=2, remaining="
+        + lease.remaining() + "}");
+    advance(HEARTBEAT); // a renewal in flight keeps it HELD
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.HELD);
+
+    lease.release();
+    CompletableFuture<Boolean> afterRelease = lease.acquire(); // waits for the release to settle
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.ACQUIRING);
+    store.releases.get(1).reply().complete(null);
+    store.grant(3);
+    assertThat(afterRelease).isCompletedWithValue(true);
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.HELD);
+
+    advance(WINDOW); // no renewal answered: the deadline passes, a loss
+    assertThat(losses).hasSize(1);
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.IDLE);
+
+    lease.close();
+    assertThat(lease.phase()).isEqualTo(ManagedLease.Phase.CLOSED);
+    assertThat(lease.toString()).endsWith(", CLOSED}");
+  }
+
   @Test
   void releaseDuringAnAcquireReleasesWhatTheAcquireGot() {
     ManagedLease lease = lease(settings().build());
