@@ -2,9 +2,8 @@ package io.leasehold.client;
 
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
+import io.leasehold.spi.UriEscapes;
 import java.net.InetSocketAddress;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -161,12 +160,12 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
     }
   }
 
-  /** Percent-decodes a file name (a '+' stays a '+': these are paths, not form fields). */
+  /** Undoes a file name's {@code %XX} escapes ({@link UriEscapes#decode}), naming the parameter if it cannot. */
   private static String decode(String uri, String name, String value) {
     try {
-      return URLDecoder.decode(value.replace("+", "%2B"), StandardCharsets.UTF_8);
+      return UriEscapes.decode(value);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' has a bad %-escape: " + value);
+      throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' " + e.getMessage());
     }
   }
 }

@@ -45,6 +45,15 @@ class CoreUriTest {
     assertThat(serverOnly.tls().cert()).isEmpty();
   }
 
+  /** A file name's escapes are undone as every backend's parser does ({@code UriEscapes}). */
+  @Test
+  void aFileNameMayHoldEscapedCharacters() throws Exception {
+    Path odd = Files.createDirectories(dir.resolve("a&b ü+c"));
+    Path copy = Files.copy(ca, odd.resolve("ca.pem"));
+    String escaped = dir + "/a%26b%20%C3%BC+c/ca.pem";
+    assertThat(CoreBackendProvider.target("leaseholds://127.0.0.1:7000?ca=" + escaped).tls().ca()).isEqualTo(copy);
+  }
+
   @Test
   void eachBadParameterIsNamed() {
     String hosts = "leaseholds://127.0.0.1:7000";
@@ -68,6 +77,11 @@ class CoreUriTest {
         .hasMessageContaining("ca=" + key + ": not a PEM certificate file");
     assertThatThrownBy(() -> CoreBackendProvider.target(hosts + "?ca=" + ca + "&cert=" + cert + "&key=" + ca))
         .hasMessageContaining("key=" + ca);
+    assertThatThrownBy(() -> CoreBackendProvider.target(hosts + "?ca=%zz"))
+        .hasMessageContaining("parameter ca in core URI")
+        .hasMessageContaining("has a '%' not followed by two hex digits");
+    assertThatThrownBy(() -> CoreBackendProvider.target(hosts + "?ca=%C3%28"))
+        .hasMessageContaining("has %-escapes that are not UTF-8");
     assertThatThrownBy(() -> CoreBackendProvider.target("leasehold://127.0.0.1:7000?ca=" + ca))
         .hasMessageContaining("a leasehold:// URI takes no options; TLS parameters (ca, cert, key) go with leaseholds://");
   }
