@@ -138,8 +138,12 @@ public final class GroupView implements AutoCloseable {
           }
         }
         case ACQUIRED, TAKEN_OVER -> {
+          LeaseHolding now = event.holding().orElseThrow();
+          if (same(s.reported, now) || sameHolding(s.pending, now)) {
+            return; // the same tenure told again (an observer that resumed): nothing changed
+          }
           end(s, LeaseEvent.Type.TAKEN_OVER);
-          fetch(s, event.holding().orElseThrow());
+          fetch(s, now);
         }
         case RELEASED, EXPIRED, REVOKED -> end(s, event.type());
       }
@@ -182,10 +186,14 @@ public final class GroupView implements AutoCloseable {
         return; // the slot changed meanwhile; that event started over
       }
       LeaseHolding pending = s.pending;
-      boolean sameTenure = state != null && sameHolding(state.holding().orElse(null), pending);
-      if (state != null && !sameTenure) {
+      LeaseHolding stored = state == null ? null : state.holding().orElse(null);
+      boolean sameTenure = sameHolding(stored, pending);
+      if (stored != null && !sameTenure && stored.token() > pending.token()) {
         return; // it has already changed in the store: the event that says so follows
       }
+      // Otherwise the read is of this tenure, or older than the event (free, or an earlier
+      // tenure: a replica that lags behind the one that sent the event). No event follows an
+      // old read, so it is read again like incomplete data, never left pending.
       boolean complete = sameTenure && state.attached().containsKey(Membership.JOINED_KEY);
       if (!complete && s.waited < dataWaitNanos) {
         if (error != null) {
@@ -198,7 +206,7 @@ public final class GroupView implements AutoCloseable {
         return;
       }
       GroupMember m =
-          Membership.member(s.index, pending, state != null ? state.attached() : java.util.Map.of());
+          Membership.member(s.index, pending, sameTenure ? state.attached() : java.util.Map.of());
       s.pending = null;
       s.reported = m;
       deliver(() -> listener.joined(m));

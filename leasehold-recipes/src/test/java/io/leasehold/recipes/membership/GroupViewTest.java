@@ -148,4 +148,43 @@ class GroupViewTest {
     view.close();
     assertThat(observers).isEmpty();
   }
+
+  /**
+   * A read served by a lagging replica can show the slot as it was before the event (free, or an
+   * older tenure). No event follows for that: the joiner must be read again, not left pending
+   * until the slot's next change.
+   */
+  @Test
+  void aReadOlderThanTheEventIsReadAgainNotLeftPending() {
+    LeaseHolding old = holding("a", 3);
+    LeaseHolding b = holding("b", 7);
+    answers.add(state(null, Map.of())); // the slot as it was before b: free
+    answers.add(complete(old)); // older still
+    answers.add(complete(b));
+    event(LeaseEvent.Type.ACQUIRED, b);
+    assertThat(told).containsExactly("joined b 7 {address=b}");
+    assertThat(view.members()).extracting(GroupMember::token).containsExactly(7L);
+  }
+
+  /** A newer tenure in the read means the store moved on: its event follows, nothing is reported. */
+  @Test
+  void aReadNewerThanTheEventWaitsForTheEventThatFollows() {
+    LeaseHolding b = holding("b", 7);
+    LeaseHolding c = holding("c", 9);
+    answers.add(complete(c));
+    event(LeaseEvent.Type.ACQUIRED, b);
+    assertThat(told).isEmpty();
+    event(LeaseEvent.Type.TAKEN_OVER, c);
+    assertThat(told).containsExactly("joined c 9 {address=c}");
+  }
+
+  /** An ACQUIRED repeated for a tenure already reported (e.g. after a reconnect) changes nothing. */
+  @Test
+  void aRepeatedAcquiredOfAReportedTenureChangesNothing() {
+    LeaseHolding a = holding("a", 1);
+    answers.add(complete(a));
+    event(LeaseEvent.Type.ACQUIRED, a);
+    event(LeaseEvent.Type.ACQUIRED, a);
+    assertThat(told).containsExactly("joined a 1 {address=a}");
+  }
 }
