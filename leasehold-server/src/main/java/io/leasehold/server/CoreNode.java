@@ -242,7 +242,7 @@ public final class CoreNode implements AutoCloseable {
                         watches,
                         this::nodeStatus,
                         counters,
-                        leadership), new LeaderHint(this::leaderElsewhere)))
+                        leadership), new LeaderHint(this::leaderElsewhere), ClientIdentity.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.
