@@ -6,6 +6,8 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
+import io.leasehold.server.state.AclInit;
+import io.leasehold.server.state.Command;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -226,6 +228,9 @@ public final class CoreNode implements AutoCloseable {
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
+    String root = config.access().rootIdentity();
+    boolean initAcl = format && root != null;
+    AccessControl access = new AccessControl(stateMachine.state(), initAcl);
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -242,12 +247,17 @@ public final class CoreNode implements AutoCloseable {
                         watches,
                         this::nodeStatus,
                         counters,
-                        leadership), new LeaderHint(this::leaderElsewhere), ClientIdentity.interceptor()))
+                        leadership,
+                        access,
+                        config.access().maxSessionsPerIdentity()), new LeaderHint(this::leaderElsewhere), ClientIdentity.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
+    if (initAcl) {
+      initAccessControl(root);
+    }
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({}; {})",
         self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered",
@@ -329,6 +339,31 @@ public final class CoreNode implements AutoCloseable {
    * the log so that every replica does; decisions are stamped with the term in which this node
    * led and are never forwarded (see {@link SessionExpiry}).
    */
+  /**
+   * A node bootstrapped with a root identity writes it to the log (the first such entry applied
+   * wins, so every bootstrap node may send one), retrying until it is applied here. Until then
+   * its edge serves nobody ({@link AccessControl}).
+   */
+  private void initAccessControl(String root) {
+    if (stateMachine.state().acl().enabled() || expiry.isShutdown()) {
+      return;
+    }
+    gateway
+        .write(Command.newBuilder().setAclInit(AclInit.newBuilder().setRootIdentity(root)).build())
+        .whenComplete(
+            (reply, error) -> {
+              if (error == null) {
+                return; // applied by the cluster: this node's edge opens once it applies it too
+              }
+              log.debug("node {}: root identity not written yet; will retry", config.self(), error);
+              try {
+                expiry.schedule(() -> initAccessControl(root), 200, TimeUnit.MILLISECONDS);
+              } catch (java.util.concurrent.RejectedExecutionException closing) {
+                // The node is closing.
+              }
+            });
+  }
+
   private void expireSessions() {
     try {
       sessionExpiry.tick();
