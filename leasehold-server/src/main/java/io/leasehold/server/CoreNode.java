@@ -87,6 +87,7 @@ public final class CoreNode implements AutoCloseable {
           () -> {
             counters.leaderships.increment();
             leaderReady.complete(null);
+            writeRootIdentity();
           },
           c -> this.gateway.writeLocally(c));
   private final SessionExpiry sessionExpiry;
@@ -228,9 +229,8 @@ public final class CoreNode implements AutoCloseable {
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
-    String root = config.access().rootIdentity();
-    boolean initAcl = format && root != null;
-    AccessControl access = new AccessControl(stateMachine.state(), initAcl);
+    String root = rootIdentityToWrite(format);
+    AccessControl access = new AccessControl(stateMachine.state(), root != null);
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -255,8 +255,9 @@ public final class CoreNode implements AutoCloseable {
     // From now on a node found with another election timeout stops this node's reads.
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
-    if (initAcl) {
-      initAccessControl(root);
+    rootToWrite = root;
+    if (root != null && leads()) {
+      writeRootIdentity(); // it led before its edge existed
     }
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({}; {})",
@@ -339,27 +340,53 @@ public final class CoreNode implements AutoCloseable {
    * the log so that every replica does; decisions are stamped with the term in which this node
    * led and are never forwarded (see {@link SessionExpiry}).
    */
+  /** The file that keeps a bootstrap's --root-identity until the log holds it (a crash before). */
+  static final String ROOT_IDENTITY_FILE = "root-identity";
+
+  /** The root identity this node must see in the log before it serves anyone; null for none. */
+  private volatile String rootToWrite;
+
   /**
-   * A node bootstrapped with a root identity writes it to the log (the first such entry applied
-   * wins, so every bootstrap node may send one), retrying until it is applied here. Until then
-   * its edge serves nobody ({@link AccessControl}).
+   * {@return the root identity this node writes to the log when it leads, and waits for: the
+   * bootstrap's {@code --root-identity}, remembered in the data directory so that a crash before
+   * the log held it cannot leave access control off after a restart; null when there is none}
    */
-  private void initAccessControl(String root) {
-    if (stateMachine.state().acl().enabled() || expiry.isShutdown()) {
+  private String rootIdentityToWrite(boolean format) throws IOException {
+    Path file = config.dataDir().resolve(ROOT_IDENTITY_FILE);
+    if (format && config.access().rootIdentity() != null) {
+      Files.writeString(file, config.access().rootIdentity(), StandardCharsets.UTF_8);
+      return config.access().rootIdentity();
+    }
+    if (Files.exists(file) && !stateMachine.state().acl().enabled()) {
+      return Files.readString(file, StandardCharsets.UTF_8).strip();
+    }
+    return null;
+  }
+
+  private boolean leads() {
+    try {
+      return raftServer.getDivision(GROUP_ID).getInfo().isLeader();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /**
+   * On a ready leader bootstrapped with a root identity: writes it to the log unless the state
+   * holds one (the first applied wins, so every bootstrap node may write one).
+   */
+  private void writeRootIdentity() {
+    String root = rootToWrite;
+    if (root == null || gateway == null || stateMachine.state().acl().enabled()) {
       return;
     }
     gateway
-        .write(Command.newBuilder().setAclInit(AclInit.newBuilder().setRootIdentity(root)).build())
+        .writeLocally(Command.newBuilder().setAclInit(AclInit.newBuilder().setRootIdentity(root)).build())
         .whenComplete(
             (reply, error) -> {
-              if (error == null) {
-                return; // applied by the cluster: this node's edge opens once it applies it too
-              }
-              log.debug("node {}: root identity not written yet; will retry", config.self(), error);
-              try {
-                expiry.schedule(() -> initAccessControl(root), 200, TimeUnit.MILLISECONDS);
-              } catch (java.util.concurrent.RejectedExecutionException closing) {
-                // The node is closing.
+              if (error != null) {
+                // It lost the leadership: the next leader writes it.
+                log.warn("node {}: could not write the root identity to the log; the next leader will", config.self(), error);
               }
             });
   }
