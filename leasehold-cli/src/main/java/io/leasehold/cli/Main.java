@@ -55,6 +55,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       StatusCommand.class,
       RevokeCommand.class,
       AdminCommand.class,
+      AclCommand.class,
       GetCommand.class,
       WatchCommand.class,
       MembersCommand.class,

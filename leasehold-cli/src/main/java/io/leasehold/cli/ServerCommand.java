@@ -176,6 +176,27 @@ final class ServerCommand implements Callable<Integer> {
       })
   private String clientAuth;
 
+  @Option(
+      names = "--root-identity",
+      paramLabel = "SUBJECT",
+      description = {
+        "With --bootstrap and TLS: turn access control on, with this client certificate subject"
+            + " (RFC 2253, e.g. \"CN=admin,O=Acme\") as the root identity, which has every right and"
+            + " grants the others (`leasehold acl`). Give every bootstrap node the same. Kept in the"
+            + " cluster's log: later starts take no --root-identity. See docs/security.md."
+      })
+  private String rootIdentity;
+
+  @Option(
+      names = "--max-sessions-per-identity",
+      paramLabel = "N",
+      defaultValue = "" + io.leasehold.server.AccessSettings.DEFAULT_MAX_SESSIONS_PER_IDENTITY,
+      description = "How many sessions one client identity may hold at once, 1 to "
+          + io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY + " (default: ${DEFAULT-VALUE});"
+          + " a grant beyond it is refused with RESOURCE_EXHAUSTED. In plaintext every client is one"
+          + " identity (anonymous).")
+  private int maxSessionsPerIdentity;
+
   /**
    * {@return the node's configuration}
    *
@@ -225,12 +246,31 @@ final class ServerCommand implements Callable<Integer> {
           + " changes (issue #16). The nodes of the first --peers start once with --bootstrap");
     }
     TlsConfig tls = tls();
+    if (rootIdentity != null && !bootstrap) {
+      throw bad("--root-identity needs --bootstrap: access control is set when a cluster is made, and"
+          + " kept in its log (later starts take no --root-identity)");
+    }
+    if (rootIdentity != null && tls == null) {
+      throw bad("--root-identity needs TLS (--tls-cert, --tls-key, --tls-ca): without client certificates"
+          + " every client is anonymous and nobody could be the root");
+    }
+    if (maxSessionsPerIdentity < 1 || maxSessionsPerIdentity > io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY) {
+      throw bad("--max-sessions-per-identity must be between 1 and "
+          + io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY + "; was " + maxSessionsPerIdentity);
+    }
+    io.leasehold.server.AccessSettings access;
+    try {
+      access = new io.leasehold.server.AccessSettings(rootIdentity, maxSessionsPerIdentity);
+    } catch (IllegalArgumentException e) {
+      throw bad("--root-identity: " + e.getMessage());
+    }
     try {
       return NodeConfig.of(id, cluster, dataDir)
           .withElectionTimeout(electionTimeout)
           .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
           .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER)
-          .withTls(tls);
+          .withTls(tls)
+          .withAccess(access);
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }

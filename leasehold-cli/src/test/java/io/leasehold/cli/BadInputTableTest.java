@@ -209,6 +209,23 @@ class BadInputTableTest {
             "admin", "transfer-leader", "--backend", "leaseholds://127.0.0.1:FREE?ca=pom.xml&tls=on"),
         row(2, "--backend is not a usable backend URI ('leaseholds://127.0.0.1:FREE?ca=pom.xml&key=pom.xml')",
             "run", "--backend", "leaseholds://127.0.0.1:FREE?ca=pom.xml&key=pom.xml", "--lease", "x", "--", "true"),
+        // access control (issue 13 item 2)
+        row(2, "RIGHT must be one of lease, read, write, watch, admin; was \"own\"", "acl", "grant", "CN=x", "own", "p/"),
+        row(2, "PREFIX must be empty for admin (it is not per prefix); was \"p/\"", "acl", "grant", "CN=x", "admin", "p/"),
+        row(2, "Missing required parameter: 'RIGHT'", "acl", "revoke", "CN=x"),
+        row(2, "IDENTITY must be a certificate subject such as \"CN=billing,O=Acme\" (RFC 2253) or \"anonymous\"; was \"billing\"",
+            "acl", "grant", "billing", "read", "p/"),
+        row(1, "leasehold acl list: no node of leasehold://127.0.0.1:FREE answered",
+            "acl", "list", "--backend", core, "--timeout", "500ms"),
+        row(2, "--root-identity needs --bootstrap",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--root-identity", "CN=admin"),
+        row(2, "--root-identity needs TLS (--tls-cert, --tls-key, --tls-ca)",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--bootstrap", "--root-identity", "CN=admin"),
+        row(2, "--max-sessions-per-identity must be between 1 and 10000000; was 0",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--max-sessions-per-identity", "0"),
         // demo
         row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
         row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));

@@ -7,6 +7,13 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.leasehold.core.proto.AclEntry;
+import io.leasehold.core.proto.AclGrantRequest;
+import io.leasehold.core.proto.AclGrantResponse;
+import io.leasehold.core.proto.AclListRequest;
+import io.leasehold.core.proto.AclListResponse;
+import io.leasehold.core.proto.AclRevokeRequest;
+import io.leasehold.core.proto.AclRevokeResponse;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.BatchOp;
@@ -83,6 +90,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final LeadershipTransfer leadership;
   private final NodeCounters counters;
   private final LeaderRefusals refusals;
+  private final AccessControl access;
+  /** --max-sessions-per-identity, carried in each grant's entry; 0: none. */
+  private final int maxSessionsPerIdentity;
 
   ClientService(
       RaftGateway raft,
@@ -90,7 +100,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       WatchHub watches,
       Supplier<NodeStatus> nodeStatus,
       NodeCounters counters,
-      LeadershipTransfer leadership) {
+      LeadershipTransfer leadership,
+      AccessControl access,
+      int maxSessionsPerIdentity) {
+    this.access = access;
+    this.maxSessionsPerIdentity = maxSessionsPerIdentity;
     this.counters = counters;
     this.refusals = refusals;
     this.raft = raft;
@@ -101,37 +115,37 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void grant(GrantRequest request, StreamObserver<GrantResponse> out) {
-    writeChecked(Command.newBuilder().setGrant(request).build(), GrantResponse.parser(), out);
+    writeChecked(Command.newBuilder().setGrant(request), GrantResponse.parser(), out);
   }
 
   @Override
   public void revoke(RevokeRequest request, StreamObserver<RevokeResponse> out) {
-    writeChecked(Command.newBuilder().setRevoke(request).build(), RevokeResponse.parser(), out);
+    writeChecked(Command.newBuilder().setRevoke(request), RevokeResponse.parser(), out);
   }
 
   @Override
   public void put(PutRequest request, StreamObserver<PutResponse> out) {
-    writeChecked(Command.newBuilder().setPut(request).build(), PutResponse.parser(), out);
+    writeChecked(Command.newBuilder().setPut(request), PutResponse.parser(), out);
   }
 
   @Override
   public void delete(DeleteRequest request, StreamObserver<DeleteResponse> out) {
-    writeChecked(Command.newBuilder().setDelete(request).build(), DeleteResponse.parser(), out);
+    writeChecked(Command.newBuilder().setDelete(request), DeleteResponse.parser(), out);
   }
 
   @Override
   public void compareAndSet(CompareAndSetRequest request, StreamObserver<CompareAndSetResponse> out) {
-    writeChecked(Command.newBuilder().setCompareAndSet(request).build(), CompareAndSetResponse.parser(), out);
+    writeChecked(Command.newBuilder().setCompareAndSet(request), CompareAndSetResponse.parser(), out);
   }
 
   @Override
   public void acquire(AcquireRequest request, StreamObserver<AcquireResponse> out) {
-    writeChecked(Command.newBuilder().setAcquire(request).build(), AcquireResponse.parser(), out);
+    writeChecked(Command.newBuilder().setAcquire(request), AcquireResponse.parser(), out);
   }
 
   @Override
   public void release(ReleaseRequest request, StreamObserver<ReleaseResponse> out) {
-    writeChecked(Command.newBuilder().setRelease(request).build(), ReleaseResponse.parser(), out);
+    writeChecked(Command.newBuilder().setRelease(request), ReleaseResponse.parser(), out);
   }
 
   @Override
@@ -143,14 +157,18 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     }
     BatchResult[] results = new BatchResult[count];
     AtomicInteger outstanding = new AtomicInteger(count);
+    ClientIdentity identity = ClientIdentity.current();
     for (int i = 0; i < count; i++) {
       int at = i;
-      Command command = command(request.getOps(i));
+      Command command = command(request.getOps(i), identity);
       String problem = command == null ? "ops[" + i + "] names no write" : problem(command);
+      Status denied = problem == null ? access.write(identity, command) : null;
       CompletableFuture<BatchResult> result =
           problem != null
               ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
-              : write(command).handle(ClientService::result);
+              : denied != null
+                  ? CompletableFuture.completedFuture(error(denied.getCode(), denied.getDescription()))
+                  : write(command).handle(ClientService::result);
       result.thenAccept(
           r -> {
             results[at] = r;
@@ -163,10 +181,10 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   }
 
   /** {@return the log command a batch op stands for; null when the op names none} */
-  private static Command command(BatchOp op) {
-    Command.Builder c = Command.newBuilder();
+  private Command command(BatchOp op, ClientIdentity identity) {
+    Command.Builder c = Command.newBuilder().setIdentity(identity.stored());
     switch (op.getKindCase()) {
-      case GRANT -> c.setGrant(op.getGrant());
+      case GRANT -> c.setGrant(op.getGrant()).setMaxSessionsPerIdentity(maxSessionsPerIdentity);
       case REVOKE -> c.setRevoke(op.getRevoke());
       case PUT -> c.setPut(op.getPut());
       case DELETE -> c.setDelete(op.getDelete());
@@ -254,6 +272,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       invalid(out, problem);
       return;
     }
+    if (refused(access.get(ClientIdentity.current(), request), out)) {
+      return;
+    }
     read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), out);
   }
 
@@ -262,6 +283,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     if (request.getSessionIdsCount() > MAX_WATCHED_SESSIONS) {
       invalid(out, "session_ids may name at most " + MAX_WATCHED_SESSIONS + " sessions; was "
           + request.getSessionIdsCount());
+      return;
+    }
+    if (refused(access.watch(ClientIdentity.current(), request), out)) {
       return;
     }
     ServerCallStreamObserver<WatchResponse> stream = (ServerCallStreamObserver<WatchResponse>) out;
@@ -295,11 +319,13 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public StreamObserver<KeepAliveRequest> keepAlive(StreamObserver<KeepAliveResponse> out) {
+    // Whose sessions these may be: the leader extends only the caller's own.
+    String identity = ClientIdentity.current().stored();
     return new StreamObserver<>() {
       @Override
       public void onNext(KeepAliveRequest request) {
         counters.keepAlives.increment();
-        raft.read(Query.newBuilder().setKeepAlive(request).build())
+        raft.read(Query.newBuilder().setKeepAlive(request).setIdentity(identity).build())
             .whenComplete(
                 (bytes, error) -> {
                   synchronized (out) {
@@ -309,7 +335,17 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
                       return;
                     }
                     try {
-                      out.onNext(KeepAliveResponse.parseFrom(bytes));
+                      KeepAliveResponse response = KeepAliveResponse.parseFrom(bytes);
+                      if (response.getDeniedCount() > 0) {
+                        out.onError(
+                            Status.PERMISSION_DENIED
+                                .withDescription(
+                                    "identity \"" + ClientIdentity.ofStored(identity) + "\" may not keep alive session "
+                                        + response.getDenied(0) + ": it belongs to another client identity (not extended)")
+                                .asException());
+                        return;
+                      }
+                      out.onNext(response);
                     } catch (InvalidProtocolBufferException e) {
                       out.onError(Status.INTERNAL.withDescription("malformed keep-alive answer").asException());
                     } catch (IllegalStateException e) {
@@ -338,6 +374,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void saveSnapshot(SaveSnapshotRequest request, StreamObserver<SnapshotChunk> out) {
+    if (refused(access.admin(ClientIdentity.current(), "save a snapshot"), out)) {
+      return;
+    }
     raft.read(Query.newBuilder().setSnapshot(SnapshotCopyRequest.getDefaultInstance()).build())
         .whenComplete(
             (bytes, error) -> {
@@ -375,6 +414,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void transferLeader(TransferLeaderRequest request, StreamObserver<TransferLeaderResponse> out) {
+    if (refused(access.admin(ClientIdentity.current(), "move the leadership"), out)) {
+      return;
+    }
     if (request.getTimeoutMs() > LeadershipTransfer.MAX_TIMEOUT.toMillis()) {
       out.onError(
           Status.INVALID_ARGUMENT
@@ -411,6 +453,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void status(StatusRequest request, StreamObserver<StatusResponse> out) {
+    // A node's own status (nodes ask each other for their settings) needs no right; the cluster's
+    // counts do.
+    if (!request.getNodeOnly() && refused(access.admin(ClientIdentity.current(), "read the cluster's status"), out)) {
+      return;
+    }
     StatusResponse.Builder response = StatusResponse.newBuilder().addNodes(nodeStatus.get());
     response.setLeaderId(response.getNodes(0).getRole().equals("LEADER") ? response.getNodes(0).getId() : "");
     if (request.getNodeOnly()) {
@@ -441,21 +488,96 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
             });
   }
 
+  @Override
+  public void aclGrant(AclGrantRequest request, StreamObserver<AclGrantResponse> out) {
+    AclEntry entry = aclEntry(request.getEntry(), out);
+    if (entry != null) {
+      writeChecked(Command.newBuilder().setAclGrant(request.toBuilder().setEntry(entry)), AclGrantResponse.parser(), out);
+    }
+  }
+
+  @Override
+  public void aclRevoke(AclRevokeRequest request, StreamObserver<AclRevokeResponse> out) {
+    AclEntry entry = aclEntry(request.getEntry(), out);
+    if (entry != null) {
+      writeChecked(Command.newBuilder().setAclRevoke(request.toBuilder().setEntry(entry)), AclRevokeResponse.parser(), out);
+    }
+  }
+
+  @Override
+  public void aclList(AclListRequest request, StreamObserver<AclListResponse> out) {
+    if (refused(access.admin(ClientIdentity.current(), "list the ACL"), out)) {
+      return;
+    }
+    read(Query.newBuilder().setAclList(request).build(), AclListResponse.parser(), out);
+  }
+
+  /**
+   * {@return the entry with its identity in stored form, or null after refusing it: malformed
+   * (INVALID_ARGUMENT, naming the field), or access control off (FAILED_PRECONDITION)}
+   */
+  private AclEntry aclEntry(AclEntry entry, StreamObserver<?> out) {
+    if (!access.enabled()) {
+      out.onError(
+          Status.FAILED_PRECONDITION
+              .withDescription("access control is off: this cluster was bootstrapped without --root-identity")
+              .asException());
+      return null;
+    }
+    ClientIdentity identity;
+    try {
+      identity = ClientIdentity.parse(entry.getIdentity());
+    } catch (IllegalArgumentException e) {
+      invalid(out, e.getMessage());
+      return null;
+    }
+    AclEntry stored = entry.toBuilder().setIdentity(identity.stored()).build();
+    String problem = CoreState.aclEntryProblem(stored);
+    if (problem != null) {
+      invalid(out, problem);
+      return null;
+    }
+    return stored;
+  }
+
   // ---- plumbing ----
 
-  /** Refuses a write that fails its checks; otherwise sends it through the log. */
-  private <T extends MessageLite> void writeChecked(Command command, Parser<T> parser, StreamObserver<T> out) {
+  /**
+   * Refuses a write that fails its checks or its ACL check; otherwise sends it through the log,
+   * stamped with the caller's identity (and, for a grant, this node's sessions-per-identity limit).
+   */
+  private <T extends MessageLite> void writeChecked(Command.Builder builder, Parser<T> parser, StreamObserver<T> out) {
+    ClientIdentity identity = ClientIdentity.current();
+    builder.setIdentity(identity.stored());
+    if (builder.hasGrant()) {
+      builder.setMaxSessionsPerIdentity(maxSessionsPerIdentity);
+    }
+    Command command = builder.build();
     String problem = problem(command);
     if (problem != null) {
       invalid(out, problem);
       return;
     }
+    if (refused(access.write(identity, command), out)) {
+      return;
+    }
     write(command, parser, out);
+  }
+
+  /** {@return whether {@code denied} refused the call (and ended it)} */
+  private static boolean refused(Status denied, StreamObserver<?> out) {
+    if (denied == null) {
+      return false;
+    }
+    out.onError(denied.asException());
+    return true;
   }
 
   private static Status failureStatus(Failure f) {
     return switch (f.getCode()) {
       case SESSION_NOT_FOUND -> Status.NOT_FOUND;
+      case PERMISSION_DENIED -> Status.PERMISSION_DENIED;
+      case RESOURCE_EXHAUSTED -> Status.RESOURCE_EXHAUSTED;
       // Not applied now, outcome of earlier copies unknown: the client may retry.
       case TOO_LATE -> Status.DEADLINE_EXCEEDED;
       default -> Status.FAILED_PRECONDITION;

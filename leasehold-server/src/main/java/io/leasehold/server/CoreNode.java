@@ -6,6 +6,8 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.NodeStatus;
+import io.leasehold.server.state.AclInit;
+import io.leasehold.server.state.Command;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -95,6 +97,7 @@ public final class CoreNode implements AutoCloseable {
           () -> {
             counters.leaderships.increment();
             leaderReady.complete(null);
+            writeRootIdentity();
           },
           c -> this.gateway.writeLocally(c));
   private final SessionExpiry sessionExpiry;
@@ -236,6 +239,8 @@ public final class CoreNode implements AutoCloseable {
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
+    String root = rootIdentityToWrite(format);
+    AccessControl access = new AccessControl(stateMachine.state(), root != null);
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -254,12 +259,18 @@ public final class CoreNode implements AutoCloseable {
                         watches,
                         this::nodeStatus,
                         counters,
-                        leadership), new LeaderHint(this::leaderElsewhere)))
+                        leadership,
+                        access,
+                        config.access().maxSessionsPerIdentity()), new LeaderHint(this::leaderElsewhere), ClientIdentity.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
+    rootToWrite = root;
+    if (root != null && leads()) {
+      writeRootIdentity(); // it led before its edge existed
+    }
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({}; {})",
         self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered",
@@ -341,6 +352,57 @@ public final class CoreNode implements AutoCloseable {
    * the log so that every replica does; decisions are stamped with the term in which this node
    * led and are never forwarded (see {@link SessionExpiry}).
    */
+  /** The file that keeps a bootstrap's --root-identity until the log holds it (a crash before). */
+  static final String ROOT_IDENTITY_FILE = "root-identity";
+
+  /** The root identity this node must see in the log before it serves anyone; null for none. */
+  private volatile String rootToWrite;
+
+  /**
+   * {@return the root identity this node writes to the log when it leads, and waits for: the
+   * bootstrap's {@code --root-identity}, remembered in the data directory so that a crash before
+   * the log held it cannot leave access control off after a restart; null when there is none}
+   */
+  private String rootIdentityToWrite(boolean format) throws IOException {
+    Path file = config.dataDir().resolve(ROOT_IDENTITY_FILE);
+    if (format && config.access().rootIdentity() != null) {
+      Files.writeString(file, config.access().rootIdentity(), StandardCharsets.UTF_8);
+      return config.access().rootIdentity();
+    }
+    if (Files.exists(file) && !stateMachine.state().acl().enabled()) {
+      return Files.readString(file, StandardCharsets.UTF_8).strip();
+    }
+    return null;
+  }
+
+  private boolean leads() {
+    try {
+      return raftServer.getDivision(GROUP_ID).getInfo().isLeader();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /**
+   * On a ready leader bootstrapped with a root identity: writes it to the log unless the state
+   * holds one (the first applied wins, so every bootstrap node may write one).
+   */
+  private void writeRootIdentity() {
+    String root = rootToWrite;
+    if (root == null || gateway == null || stateMachine.state().acl().enabled()) {
+      return;
+    }
+    gateway
+        .writeLocally(Command.newBuilder().setAclInit(AclInit.newBuilder().setRootIdentity(root)).build())
+        .whenComplete(
+            (reply, error) -> {
+              if (error != null) {
+                // It lost the leadership: the next leader writes it.
+                log.warn("node {}: could not write the root identity to the log; the next leader will", config.self(), error);
+              }
+            });
+  }
+
   private void expireSessions() {
     try {
       sessionExpiry.tick();

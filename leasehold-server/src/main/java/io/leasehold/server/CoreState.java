@@ -2,6 +2,13 @@ package io.leasehold.server;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.leasehold.core.proto.AclEntry;
+import io.leasehold.core.proto.AclGrantRequest;
+import io.leasehold.core.proto.AclGrantResponse;
+import io.leasehold.core.proto.AclListResponse;
+import io.leasehold.core.proto.AclRevokeRequest;
+import io.leasehold.core.proto.AclRevokeResponse;
+import io.leasehold.core.proto.AclRight;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
@@ -132,6 +139,13 @@ public final class CoreState {
 
   static final int SNAPSHOT_FORMAT = 2;
 
+  /**
+   * Format 2 with access control (the ACL, sessions' identities). Written only when the state has
+   * any, so that a node of an older version refuses such a snapshot instead of dropping the ACL
+   * (and with it every check); a state without them is still written as format 2.
+   */
+  static final int SNAPSHOT_FORMAT_ACL = 3;
+
   /** The format before cluster time and call holes; still read. */
   static final int SNAPSHOT_FORMAT_1 = 1;
 
@@ -154,6 +168,15 @@ public final class CoreState {
   private long attachedKeys;
   /** Lease tenures this replica ended because their session expired, since it started (metrics). */
   private long leaseExpiries;
+  /**
+   * The ACL (docs/security.md). Replaced as a whole on a change, under the lock; read by the edge
+   * ({@link AccessControl}) without it.
+   */
+  private volatile AclTable acl = AclTable.OFF;
+  /** Live sessions per granting identity (stored form), for --max-sessions-per-identity. */
+  private final Map<String, Integer> sessionsPerIdentity = new HashMap<>();
+  /** Sessions granted by a non-anonymous identity: while none are, snapshots stay format 2. */
+  private long identifiedSessions;
 
   /** A change to apply, with what it answers and what watchers are told. */
   public record Applied(Reply reply, List<Event> events, Change change) {}
@@ -195,6 +218,8 @@ public final class CoreState {
     final long id;
     final String owner;
     final long ttlMillis;
+    /** The client identity that granted it (stored form: empty for anonymous). */
+    final String identity;
     final TreeSet<String> keys = new TreeSet<>();
     /** Cluster time since which no leader has confirmed the session; -1 when not quiet. */
     long quietSince = -1;
@@ -205,10 +230,11 @@ public final class CoreState {
     /** An operator revoked the session: no longer kept alive, and nothing new attaches to it. */
     boolean revoked;
 
-    Session(long id, String owner, long ttlMillis) {
+    Session(long id, String owner, long ttlMillis, String identity) {
       this.id = id;
       this.owner = owner;
       this.ttlMillis = ttlMillis;
+      this.identity = identity;
     }
   }
 
@@ -300,9 +326,9 @@ public final class CoreState {
   private Applied execute(long index, long term, Command command, List<Event> events) {
     switch (command.getKindCase()) {
       case GRANT:
-        return grant(index, command.getGrant());
+        return grant(index, command);
       case REVOKE:
-        return revoke(command.getRevoke(), events);
+        return revoke(command.getRevoke(), command.getIdentity(), events);
       case EXPIRE:
         if (command.getExpire().getTerm() != term) {
           // Decided by a leader that has since been deposed; its successor re-armed the session.
@@ -310,15 +336,21 @@ public final class CoreState {
         }
         return endSession(command.getExpire().getSessionId(), "session expired", events);
       case PUT:
-        return put(command.getPut(), events);
+        return put(command.getPut(), command.getIdentity(), events);
       case DELETE:
         return delete(command.getDelete(), events);
       case COMPARE_AND_SET:
-        return compareAndSet(command.getCompareAndSet(), events);
+        return compareAndSet(command.getCompareAndSet(), command.getIdentity(), events);
       case ACQUIRE:
-        return acquire(command.getAcquire(), events);
+        return acquire(command.getAcquire(), command.getIdentity(), events);
       case RELEASE:
-        return release(command.getRelease(), events);
+        return release(command.getRelease(), command.getIdentity(), events);
+      case ACL_INIT:
+        return aclInit(command.getAclInit().getRootIdentity());
+      case ACL_GRANT:
+        return aclGrant(command.getAclGrant(), command.getIdentity());
+      case ACL_REVOKE:
+        return aclRevoke(command.getAclRevoke(), command.getIdentity());
       case QUIET:
         return quiet(term, command.getQuiet());
       case HEARD:
@@ -392,12 +424,24 @@ public final class CoreState {
     return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
   }
 
-  private Applied grant(long index, GrantRequest grant) {
+  private Applied grant(long index, Command command) {
+    GrantRequest grant = command.getGrant();
+    String identity = command.getIdentity();
+    // The limit travels in the entry (the taking node's setting), so every replica applies the
+    // same one and refuses the same grants, whatever its own flag says.
+    int limit = command.getMaxSessionsPerIdentity();
+    int has = sessionsPerIdentity.getOrDefault(identity, 0);
+    if (limit > 0 && has >= limit) {
+      return failed(
+          Failure.Code.RESOURCE_EXHAUSTED,
+          "the limit max-sessions-per-identity (" + limit + ") is reached: identity \""
+              + ClientIdentity.ofStored(identity) + "\" has " + has + " sessions; close one before granting another");
+    }
     // The entry's index when it grants one session (as every entry did before batches); the next
     // free number when an entry grants several. Deterministic either way.
     long id = Math.max(lastSessionId + 1, index);
     lastSessionId = id;
-    sessions.put(id, new Session(id, grant.getOwner(), grant.getTtlMillis()));
+    addSession(new Session(id, grant.getOwner(), grant.getTtlMillis(), identity));
     GrantResponse response =
         GrantResponse.newBuilder()
             .setSessionId(id)
@@ -407,8 +451,14 @@ public final class CoreState {
     return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(id, grant.getTtlMillis()));
   }
 
-  private Applied revoke(RevokeRequest revoke, List<Event> events) {
+  private Applied revoke(RevokeRequest revoke, String identity, List<Event> events) {
     Session session = sessions.get(revoke.getSessionId());
+    if (session != null && !session.identity.equals(identity)) {
+      // Another identity's session: its holder's close never; an operator's revoke with `admin`.
+      if (revoke.getHolderClosing() || !acl.enabled() || !acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
+        return notYours(session, identity, revoke.getHolderClosing() ? "close" : "revoke (that needs the right \"admin\")");
+      }
+    }
     if (!revoke.getHolderClosing()) {
       // An operator's revoke: the holder may still be working under it. The session is no longer
       // kept alive, so it ends by expiry, after its holders' safe windows; nothing is freed now.
@@ -431,6 +481,7 @@ public final class CoreState {
     if (session == null) {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
     }
+    countSession(session.identity, -1);
     if (session.quietSince >= 0) {
       quietSessions--;
     }
@@ -453,19 +504,25 @@ public final class CoreState {
     return new Applied(ok(ByteString.EMPTY), events, new Change.Ended(sessionId));
   }
 
-  private Applied put(PutRequest put, List<Event> events) {
+  private Applied put(PutRequest put, String identity, List<Event> events) {
     if (put.hasTenure()) {
-      return attach(put, events);
+      return attach(put, identity, events);
     }
-    if (put.getSessionId() != 0 && !isLive(put.getSessionId())) {
-      return sessionNotFound(put.getSessionId());
+    if (put.getSessionId() != 0) {
+      Session s = sessions.get(put.getSessionId());
+      if (s == null || s.revoked) {
+        return sessionNotFound(put.getSessionId());
+      }
+      if (!s.identity.equals(identity)) {
+        return notYours(s, identity, "attach a key to");
+      }
     }
     KeyValue kv = write(put.getKey(), put.getValue(), put.getSessionId(), 0, events);
     return new Applied(ok(PutResponse.newBuilder().setKv(kv).build().toByteString()), events, NONE);
   }
 
   /** Writes a key attached to a tenure, if the core holds exactly that tenure. */
-  private Applied attach(PutRequest put, List<Event> events) {
+  private Applied attach(PutRequest put, String identity, List<Event> events) {
     Tenure tenure = put.getTenure();
     KeyValue lease = keys.get(LEASE_PREFIX + tenure.getName());
     if (lease == null
@@ -473,6 +530,10 @@ public final class CoreState {
         || !lease.getValue().toStringUtf8().equals(tenure.getHolder())) {
       return new Applied(
           ok(PutResponse.newBuilder().setTenureEnded(true).build().toByteString()), events, NONE);
+    }
+    Session holder = sessions.get(lease.getSessionId());
+    if (holder != null && !holder.identity.equals(identity)) {
+      return notYours(holder, identity, "attach a key to a tenure of");
     }
     KeyValue kv = write(ATTACHED_PREFIX + tenure.getName() + "/" + put.getKey(), put.getValue(), 0, 0, events);
     return new Applied(ok(PutResponse.newBuilder().setKv(kv).build().toByteString()), events, NONE);
@@ -542,7 +603,13 @@ public final class CoreState {
     return s != null && !s.revoked;
   }
 
-  private Applied compareAndSet(CompareAndSetRequest cas, List<Event> events) {
+  private Applied compareAndSet(CompareAndSetRequest cas, String identity, List<Event> events) {
+    if (cas.getSessionId() != 0) {
+      Session s = sessions.get(cas.getSessionId());
+      if (s != null && !s.identity.equals(identity)) {
+        return notYours(s, identity, "attach a key to");
+      }
+    }
     KeyValue current = keys.get(cas.getKey());
     long actual = current == null ? 0 : current.getModRevision();
     CompareAndSetResponse.Builder response = CompareAndSetResponse.newBuilder();
@@ -564,9 +631,13 @@ public final class CoreState {
    * Takes a named lease: a compare-and-set on the key's absence, attached to the caller's session,
    * with the rules of the lease store SPI for the same holder's retries.
    */
-  private Applied acquire(AcquireRequest acquire, List<Event> events) {
-    if (!isLive(acquire.getSessionId())) {
+  private Applied acquire(AcquireRequest acquire, String identity, List<Event> events) {
+    Session session = sessions.get(acquire.getSessionId());
+    if (session == null || session.revoked) {
       return sessionNotFound(acquire.getSessionId());
+    }
+    if (!session.identity.equals(identity)) {
+      return notYours(session, identity, "acquire a lease with");
     }
     String key = LEASE_PREFIX + acquire.getName();
     KeyValue current = keys.get(key);
@@ -642,7 +713,7 @@ public final class CoreState {
     return null;
   }
 
-  private Applied release(ReleaseRequest release, List<Event> events) {
+  private Applied release(ReleaseRequest release, String identity, List<Event> events) {
     String key = LEASE_PREFIX + release.getName();
     KeyValue current = keys.get(key);
     boolean ours =
@@ -650,12 +721,20 @@ public final class CoreState {
             && current.getCreateRevision() == release.getToken()
             && current.getValue().toStringUtf8().equals(release.getHolder());
     if (ours) {
+      Session holder = sessions.get(current.getSessionId());
+      if (holder != null && !holder.identity.equals(identity)) {
+        return notYours(holder, identity, "release a tenure of");
+      }
       remove(key, RELEASED, events);
     } else {
       KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
       if (tombstone != null
           && tombstone.getCreateRevision() == release.getToken()
           && tombstone.getValue().toStringUtf8().equals(release.getHolder())) {
+        Session holder = sessions.get(tombstone.getSessionId());
+        if (holder != null && !holder.identity.equals(identity)) {
+          return notYours(holder, identity, "release a tenure of");
+        }
         // The holder of a revoked tenure says it stopped: the name is free.
         dropTombstone(key, tombstone);
         ours = true;
@@ -663,6 +742,132 @@ public final class CoreState {
     }
     return new Applied(
         ok(ReleaseResponse.newBuilder().setReleased(ours).build().toByteString()), events, NONE);
+  }
+
+  /** Refuses a call on another identity's session: nothing changes. */
+  private static Applied notYours(Session session, String identity, String what) {
+    return failed(
+        Failure.Code.PERMISSION_DENIED,
+        "identity \"" + ClientIdentity.ofStored(identity) + "\" may not " + what + " session " + session.id
+            + ": it belongs to another client identity");
+  }
+
+  private void addSession(Session session) {
+    sessions.put(session.id, session);
+    countSession(session.identity, +1);
+  }
+
+  private void countSession(String identity, int delta) {
+    sessionsPerIdentity.merge(identity, delta, (a, b) -> a + b == 0 ? null : a + b);
+    if (!identity.isEmpty()) {
+      identifiedSessions += delta;
+    }
+  }
+
+  // ---- access control ----
+
+  /** Access control on with this root: only the first such entry counts (all bootstrap nodes may send one). */
+  private Applied aclInit(String root) {
+    if (!acl.enabled() && !root.isEmpty()) {
+      acl = AclTable.of(root, List.of());
+    }
+    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
+  }
+
+  private Applied aclGrant(AclGrantRequest grant, String identity) {
+    Applied refused = refuseAclChange(identity);
+    if (refused != null) {
+      return refused;
+    }
+    AclEntry entry = grant.getEntry();
+    String problem = aclEntryProblem(entry);
+    if (problem != null) {
+      return failed(Failure.Code.FAILED_PRECONDITION, problem);
+    }
+    boolean added = !acl.contains(entry);
+    if (added) {
+      acl = acl.with(entry);
+    }
+    return new Applied(ok(AclGrantResponse.newBuilder().setAdded(added).build().toByteString()), List.of(), NONE);
+  }
+
+  private Applied aclRevoke(AclRevokeRequest revoke, String identity) {
+    Applied refused = refuseAclChange(identity);
+    if (refused != null) {
+      return refused;
+    }
+    AclEntry entry = revoke.getEntry();
+    if (entry.getIdentity().equals(acl.root())) {
+      return failed(
+          Failure.Code.FAILED_PRECONDITION,
+          "the root identity \"" + ClientIdentity.ofStored(acl.root()) + "\" has every right and cannot be revoked");
+    }
+    boolean removed = acl.contains(entry);
+    if (removed) {
+      acl = acl.without(entry);
+    }
+    return new Applied(ok(AclRevokeResponse.newBuilder().setRemoved(removed).build().toByteString()), List.of(), NONE);
+  }
+
+  /**
+   * {@return why an ACL entry (identity in stored form) is malformed, naming the field; null when
+   * it is fine} The edge refuses such an entry; the log and snapshot loading refuse it again.
+   */
+  static String aclEntryProblem(AclEntry entry) {
+    if (!AclTable.RIGHTS.contains(entry.getRight())) {
+      return "right must be one of lease, read, write, watch, admin; was " + entry.getRightValue();
+    }
+    if (entry.getRight() == AclRight.ACL_RIGHT_ADMIN && !entry.getPrefix().isEmpty()) {
+      return "prefix must be empty for the right admin (it is not per prefix); was \"" + entry.getPrefix() + "\"";
+    }
+    if (entry.getPrefix().length() > ClientService.MAX_KEY_BYTES) {
+      return "prefix must be at most " + ClientService.MAX_KEY_BYTES + " characters; was " + entry.getPrefix().length();
+    }
+    return null;
+  }
+
+  /** The edge checked already; the log checks again, so a lagging node's view cannot let a change through. */
+  private Applied refuseAclChange(String identity) {
+    if (!acl.enabled()) {
+      return failed(
+          Failure.Code.FAILED_PRECONDITION,
+          "access control is off: this cluster was bootstrapped without --root-identity");
+    }
+    if (!acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
+      return failed(
+          Failure.Code.PERMISSION_DENIED,
+          "identity \"" + ClientIdentity.ofStored(identity) + "\" has no right \"admin\" (needed to change the ACL)");
+    }
+    return null;
+  }
+
+  /** {@return the ACL as it is applied here; read without the lock} */
+  AclTable acl() {
+    return acl;
+  }
+
+  /** {@return the ACL for AclList (identities as users write them)} */
+  AclListResponse aclList() {
+    AclTable table = acl;
+    AclListResponse.Builder list = AclListResponse.newBuilder().setEnabled(table.enabled());
+    if (table.enabled()) {
+      list.setRootIdentity(ClientIdentity.ofStored(table.root()).toString());
+    }
+    for (AclEntry e : table.entries()) {
+      list.addEntries(e.toBuilder().setIdentity(ClientIdentity.ofStored(e.getIdentity()).toString()));
+    }
+    return list.build();
+  }
+
+  /** {@return the identity (stored form) that granted the session; null if there is no such session} */
+  synchronized String sessionIdentity(long sessionId) {
+    Session s = sessions.get(sessionId);
+    return s == null ? null : s.identity;
+  }
+
+  /** {@return how many sessions {@code identity} (stored form) has} */
+  synchronized int sessionsOf(String identity) {
+    return sessionsPerIdentity.getOrDefault(identity, 0);
   }
 
   /** Creates or updates a key at a new revision; detaches it from a session it leaves. */
@@ -860,9 +1065,30 @@ public final class CoreState {
    * @return false if the session is gone or an operator revoked it
    */
   synchronized boolean keepAlive(long sessionId, KeepAliveResponse.Builder response) {
+    return keepAlive(sessionId, "", response) == KeepAlive.EXTEND;
+  }
+
+  /** What a keep-alive may do with one session. */
+  enum KeepAlive {
+    /** Extend it. */
+    EXTEND,
+    /** It is gone or an operator revoked it. */
+    GONE,
+    /** It belongs to another identity: not extended, nothing said about it. */
+    DENIED
+  }
+
+  /**
+   * For a keep-alive of one session by {@code identity} (stored form): adds the session's revoked
+   * tenures to {@code response}, and says whether it may be extended.
+   */
+  synchronized KeepAlive keepAlive(long sessionId, String identity, KeepAliveResponse.Builder response) {
     Session s = sessions.get(sessionId);
     if (s == null) {
-      return false;
+      return KeepAlive.GONE;
+    }
+    if (!s.identity.equals(identity)) {
+      return KeepAlive.DENIED;
     }
     if (!s.revokedKeys.isEmpty()) {
       for (String key : s.revokedKeys) {
@@ -874,7 +1100,7 @@ public final class CoreState {
                 .setToken(tombstone.getCreateRevision()));
       }
     }
-    return !s.revoked;
+    return s.revoked ? KeepAlive.GONE : KeepAlive.EXTEND;
   }
 
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
@@ -929,7 +1155,8 @@ public final class CoreState {
     SnapshotBody body = snapshotBody();
     DataOutputStream data = new DataOutputStream(out);
     data.writeInt(SNAPSHOT_MAGIC);
-    data.writeInt(SNAPSHOT_FORMAT);
+    boolean accessControl = !body.getAclRoot().isEmpty() || body.getAclEntriesCount() > 0 || hasIdentifiedSessions(body);
+    data.writeInt(accessControl ? SNAPSHOT_FORMAT_ACL : SNAPSHOT_FORMAT);
     body.writeDelimitedTo(data);
     data.flush();
     return body.getRevision();
@@ -946,11 +1173,22 @@ public final class CoreState {
     revision += by;
   }
 
+  private static boolean hasIdentifiedSessions(SnapshotBody body) {
+    for (SessionRecord r : body.getSessionsList()) {
+      if (!r.getIdentity().isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private synchronized SnapshotBody snapshotBody() {
     SnapshotBody.Builder body =
         SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
+    body.setAclRoot(acl.root()).addAllAclEntries(acl.entries());
     for (Session s : sessions.values()) {
-      SessionRecord.Builder record = SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked);
+      SessionRecord.Builder record =
+          SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked).setIdentity(s.identity);
       if (s.quietSince >= 0) {
         record.setQuietSinceMillis(s.quietSince);
       }
@@ -998,10 +1236,10 @@ public final class CoreState {
     if (magic != SNAPSHOT_MAGIC) {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
-    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
+    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1 && format != SNAPSHOT_FORMAT_ACL) {
       throw new IOException(
           "snapshot format " + format + " is not supported by this version (it reads formats "
-              + SNAPSHOT_FORMAT_1 + " and " + SNAPSHOT_FORMAT + "); upgrade the node");
+              + SNAPSHOT_FORMAT_1 + " to " + SNAPSHOT_FORMAT_ACL + "); upgrade the node");
     }
     SnapshotBody body;
     try {
@@ -1022,9 +1260,13 @@ public final class CoreState {
     heldLeases = 0;
     attachedKeys = 0;
     quietSessions = 0;
+    sessionsPerIdentity.clear();
+    identifiedSessions = 0;
+    // Older snapshots have no ACL section: access control off, as it was.
+    acl = AclTable.of(body.getAclRoot(), body.getAclEntriesList());
     lastSessionId = body.getLastSessionId();
     for (SessionRecord r : body.getSessionsList()) {
-      Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis());
+      Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis(), r.getIdentity());
       if (r.hasQuietSinceMillis()) {
         s.quietSince = r.getQuietSinceMillis();
         quietSessions++;
@@ -1033,7 +1275,7 @@ public final class CoreState {
         s.heardAt = r.getHeardAtMillis();
       }
       s.revoked = r.getRevoked();
-      sessions.put(s.id, s);
+      addSession(s);
       lastSessionId = Math.max(lastSessionId, s.id);
     }
     for (KeyValue kv : body.getKeysList()) {
@@ -1069,6 +1311,15 @@ public final class CoreState {
    * load must leave the state as it was, never half replaced (found by CoreStateFuzzTest).
    */
   private static void refuseInconsistent(SnapshotBody body) throws IOException {
+    for (AclEntry entry : body.getAclEntriesList()) {
+      String problem = aclEntryProblem(entry);
+      if (problem != null) {
+        throw new IOException("snapshot ACL entry for \"" + entry.getIdentity() + "\" is malformed: " + problem);
+      }
+    }
+    if (body.getAclRoot().isEmpty() && body.getAclEntriesCount() > 0) {
+      throw new IOException("snapshot has ACL entries but no root identity");
+    }
     java.util.Set<Long> ids = new java.util.HashSet<>();
     body.getSessionsList().forEach(r -> ids.add(r.getId()));
     for (KeyValue kv : body.getKeysList()) {

@@ -372,7 +372,9 @@ final class LeaseStateMachine extends BaseStateMachine {
       case GET:
         return CompletableFuture.completedFuture(message(state.get(query.getGet()).toByteArray()));
       case KEEP_ALIVE:
-        return keepAlive(query.getKeepAlive());
+        return keepAlive(query.getKeepAlive(), query.getIdentity());
+      case ACL_LIST:
+        return CompletableFuture.completedFuture(message(state.aclList().toByteArray()));
       case COUNTS:
         return CompletableFuture.completedFuture(message(state.counts().toByteArray()));
       case SNAPSHOT:
@@ -391,7 +393,7 @@ final class LeaseStateMachine extends BaseStateMachine {
    * a Heard entry naming it is applied, so that no later leader counts it quiet from before this
    * keep-alive.
    */
-  private CompletableFuture<Message> keepAlive(KeepAliveRequest request) {
+  private CompletableFuture<Message> keepAlive(KeepAliveRequest request, String identity) {
     RaftServer.Division d = division;
     if (d == null || !d.getInfo().isLeader()) {
       return CompletableFuture.failedFuture(
@@ -403,8 +405,14 @@ final class LeaseStateMachine extends BaseStateMachine {
     for (long id : request.getSessionIdsList()) {
       // The state also lists the session's revoked tenures, so that a holder whose watch is
       // silent still stops using them within one keep-alive; an operator-revoked session is gone.
+      // A session of another identity is neither extended nor described (docs/security.md).
+      CoreState.KeepAlive may = state.keepAlive(id, identity, response);
+      if (may == CoreState.KeepAlive.DENIED) {
+        response.addDenied(id);
+        continue;
+      }
       CoreState.SessionStatus status =
-          state.keepAlive(id, response) ? state.sessionStatus(id) : CoreState.SessionStatus.GONE;
+          may == CoreState.KeepAlive.EXTEND ? state.sessionStatus(id) : CoreState.SessionStatus.GONE;
       long result =
           status == CoreState.SessionStatus.GONE
               ? SessionKeeper.GONE

@@ -17,6 +17,8 @@ import java.util.Objects;
  * @param logSegmentBytes size of one log segment file; only whole segments are purged
  * @param startMode whether the node formats a new data directory or recovers the one it has
  * @param tls TLS on every port of the node; null for plaintext (the default)
+ * @param access the root identity (access control) and sessions per identity; null for the
+ *     defaults ({@link AccessSettings#DEFAULT})
  */
 public record NodeConfig(
     String self,
@@ -26,7 +28,8 @@ public record NodeConfig(
     long snapshotEvery,
     long logSegmentBytes,
     StartMode startMode,
-    TlsConfig tls) {
+    TlsConfig tls,
+    AccessSettings access) {
 
   /**
    * How a node treats its data directory when it starts. A node formats storage only when told
@@ -74,8 +77,10 @@ public record NodeConfig(
    * @param logSegmentBytes log segment size
    * @param startMode format a new data directory or recover the one there
    * @param tls TLS on every port, or null for plaintext
+   * @param access access settings, or null for the defaults
    */
   public NodeConfig {
+    access = access == null ? AccessSettings.DEFAULT : access;
     Objects.requireNonNull(self, "self");
     Objects.requireNonNull(startMode, "startMode");
     Objects.requireNonNull(dataDir, "dataDir");
@@ -97,6 +102,30 @@ public record NodeConfig(
       throw new IllegalArgumentException(
           "log segment size must be at least 16 KiB; was " + logSegmentBytes + " bytes");
     }
+  }
+
+  /**
+   * A configuration with the default access settings (the form before access control existed).
+   *
+   * @param self this node's id
+   * @param peers the cluster
+   * @param dataDir the data directory
+   * @param electionTimeout shortest election timeout
+   * @param snapshotEvery entries between snapshots
+   * @param logSegmentBytes log segment size
+   * @param startMode format a new data directory or recover the one there
+   * @param tls TLS on every port, or null for plaintext
+   */
+  public NodeConfig(
+      String self,
+      List<Peer> peers,
+      Path dataDir,
+      Duration electionTimeout,
+      long snapshotEvery,
+      long logSegmentBytes,
+      StartMode startMode,
+      TlsConfig tls) {
+    this(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, null);
   }
 
   /**
@@ -148,21 +177,26 @@ public record NodeConfig(
 
   /** {@return a copy with another election timeout} */
   public NodeConfig withElectionTimeout(Duration timeout) {
-    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls);
+    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls, access);
   }
 
   /** {@return a copy with other snapshot and segment sizes} */
   public NodeConfig withSnapshots(long every, long segmentBytes) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls, access);
   }
 
   /** {@return a copy that starts the node in another way} */
   public NodeConfig withStartMode(StartMode mode) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls, access);
   }
 
   /** {@return a copy with TLS on every port from these files; null for plaintext} */
   public NodeConfig withTls(TlsConfig tlsConfig) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig, access);
+  }
+
+  /** {@return a copy with these access settings; null for the defaults} */
+  public NodeConfig withAccess(AccessSettings accessSettings) {
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, accessSettings);
   }
 }

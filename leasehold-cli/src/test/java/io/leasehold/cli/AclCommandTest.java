@@ -1,0 +1,83 @@
+package io.leasehold.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.leasehold.server.AccessSettings;
+import io.leasehold.server.Certificates;
+import io.leasehold.server.LocalCluster;
+import io.leasehold.server.Peer;
+import io.leasehold.server.TlsConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** {@code leasehold acl} against a real one-node cluster with mutual TLS and a root identity. */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class AclCommandTest {
+
+  private static final Duration VALID = Duration.ofDays(1);
+  private static LocalCluster cluster;
+  private static Path dir;
+
+  @BeforeAll
+  static void startCluster() {
+    dir = DevCommandTest.freshDir("acl");
+    Certificates.Authority ca = Certificates.Authority.create("acl CA", VALID);
+    Certificates.writeCertificates(dir.resolve("ca.pem"), ca.certificate());
+    ca.issue("node", List.of("127.0.0.1", "localhost"), VALID).writeTo(dir.resolve("node.pem"), dir.resolve("node-key.pem"));
+    ca.issue("admin", List.of(), VALID).writeTo(dir.resolve("admin.pem"), dir.resolve("admin-key.pem"));
+    ca.issue("billing", List.of(), VALID).writeTo(dir.resolve("billing.pem"), dir.resolve("billing-key.pem"));
+    TlsConfig tls = TlsConfig.of(dir.resolve("node.pem"), dir.resolve("node-key.pem"), dir.resolve("ca.pem"));
+    cluster =
+        LocalCluster.start(1, 0, dir.resolve("data"), c -> c.withTls(tls).withAccess(AccessSettings.DEFAULT.withRootIdentity("CN=admin")));
+  }
+
+  @AfterAll
+  static void stopCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private static String uri(String who) {
+    return "leaseholds://" + cluster.peers().stream().map(Peer::clientEndpoint).collect(Collectors.joining(","))
+        + "?ca=" + dir.resolve("ca.pem") + "&cert=" + dir.resolve(who + ".pem") + "&key=" + dir.resolve(who + "-key.pem");
+  }
+
+  @Test
+  void grantListAndRevokeAnEntryAndANonAdminIsRefusedInOneLine() {
+    // Retried while the node starts and writes its root identity.
+    await("the cluster answers").atMost(Duration.ofSeconds(60)).until(() -> Cli.run("acl", "list", "--backend", uri("admin")).exitCode() == 0);
+
+    Cli granted = Cli.run("acl", "grant", "CN=billing, O=Acme", "lease", "billing/", "--backend", uri("admin"));
+    assertThat(granted.exitCode()).as(granted.err()).isZero();
+    assertThat(granted.out()).contains("granted: CN=billing,O=Acme lease \"billing/\"");
+    assertThat(Cli.run("acl", "grant", "CN=billing,O=Acme", "lease", "billing/", "--backend", uri("admin")).out())
+        .contains("already granted");
+
+    Cli list = Cli.run("acl", "list", "--backend", uri("admin"));
+    assertThat(list.out()).contains("root: CN=admin (every right)", "CN=billing,O=Acme lease \"billing/\"");
+
+    Cli refused = Cli.run("acl", "grant", "CN=billing", "admin", "--backend", uri("billing"));
+    assertThat(refused.exitCode()).isEqualTo(1);
+    assertThat(refused.err()).contains("PERMISSION_DENIED", "identity \"CN=billing\"", "right \"admin\"").doesNotContain("\tat ");
+
+    Cli rootRevoke = Cli.run("acl", "revoke", "CN=admin", "admin", "--backend", uri("admin"));
+    assertThat(rootRevoke.exitCode()).isEqualTo(1);
+    assertThat(rootRevoke.err()).contains("cannot be revoked");
+
+    Cli revoked = Cli.run("acl", "revoke", "CN=billing,O=Acme", "lease", "billing/", "--backend", uri("admin"));
+    assertThat(revoked.exitCode()).as(revoked.err()).isZero();
+    assertThat(Cli.run("acl", "list", "--backend", uri("admin")).out()).doesNotContain("billing/");
+    Cli again = Cli.run("acl", "revoke", "CN=billing,O=Acme", "lease", "billing/", "--backend", uri("admin"));
+    assertThat(again.exitCode()).isEqualTo(1);
+    assertThat(again.err()).contains("the ACL holds no entry");
+  }
+}
