@@ -14,6 +14,7 @@ class CoreContractTest extends LeaseContractSuite {
   @BeforeAll
   static void startCluster() {
     cluster = CoreFixture.startCluster("contract");
+    CoreFixture.awaitServing(cluster);
   }
 
   @AfterAll

@@ -6,7 +6,8 @@ import java.time.Duration;
  * What a backend supplies to run {@link LeaseContractSuite}: a store, processes connected to it,
  * and the clock the suite waits on. The suite makes a fresh fixture for each test and closes it
  * afterwards; a fixture may share an expensive server between tests, since every test uses lease
- * names of its own.
+ * names of its own. Several tests run at once (see {@link LeaseContractSuite}), each with its own
+ * fixture: whatever fixtures share must be safe to use from several threads.
  */
 public interface ContractFixture extends AutoCloseable {
 
