@@ -47,7 +47,6 @@ import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SnapshotCopy;
 import io.leasehold.server.state.SnapshotCopyRequest;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
@@ -70,8 +69,6 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   static final long MIN_TTL_MILLIS = 10;
   static final long MAX_TTL_MILLIS = 24L * 60 * 60 * 1000;
-  static final int MAX_KEY_BYTES = 4096;
-  static final int MAX_VALUE_BYTES = 1024 * 1024;
   static final int MAX_LEASE_NAME_CHARS = 256;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
   static final int MAX_WATCHED_SESSIONS = 1000;
@@ -83,6 +80,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final LeadershipTransfer leadership;
   private final NodeCounters counters;
   private final LeaderRefusals refusals;
+  private final LimitChecks limits;
 
   ClientService(
       RaftGateway raft,
@@ -90,7 +88,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       WatchHub watches,
       Supplier<NodeStatus> nodeStatus,
       NodeCounters counters,
-      LeadershipTransfer leadership) {
+      LeadershipTransfer leadership,
+      LimitChecks limits) {
+    this.limits = limits;
     this.counters = counters;
     this.refusals = refusals;
     this.raft = raft;
@@ -147,10 +147,13 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       int at = i;
       Command command = command(request.getOps(i));
       String problem = command == null ? "ops[" + i + "] names no write" : problem(command);
+      String over = problem == null ? limits.overLimit(command) : null;
       CompletableFuture<BatchResult> result =
           problem != null
               ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
-              : write(command).handle(ClientService::result);
+              : over != null
+                  ? CompletableFuture.completedFuture(error(Status.Code.RESOURCE_EXHAUSTED, over))
+                  : write(command).handle(ClientService::result);
       result.thenAccept(
           r -> {
             results[at] = r;
@@ -216,20 +219,17 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           io.leasehold.core.proto.PutRequest p = command.getPut();
           return firstOf(
               attachedKeyProblem(p.getKey()),
-              valueProblem(p.getValue().size()),
               leaseNameProblem(p.getTenure().getName()),
               nonEmptyProblem("tenure.holder", p.getTenure().getHolder()),
               positiveProblem("tenure.token", p.getTenure().getToken()),
               p.getSessionId() == 0 ? null : "session_id must be 0 when a tenure is given; was " + p.getSessionId());
         }
-        return firstOf(writableKeyProblem(command.getPut().getKey()), valueProblem(command.getPut().getValue().size()));
+        return writableKeyProblem(command.getPut().getKey());
       case DELETE:
         // Deleting a named lease's key is allowed: it is how an operator revokes a lease.
         return keyProblem(command.getDelete().getKey());
       case COMPARE_AND_SET:
-        return firstOf(
-            writableKeyProblem(command.getCompareAndSet().getKey()),
-            valueProblem(command.getCompareAndSet().getValue().size()));
+        return writableKeyProblem(command.getCompareAndSet().getKey());
       case ACQUIRE: {
         AcquireRequest a = command.getAcquire();
         return firstOf(
@@ -254,6 +254,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       invalid(out, problem);
       return;
     }
+    if (limits.refused(request, out)) {
+      return;
+    }
     read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), out);
   }
 
@@ -272,22 +275,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
             java.util.Set.copyOf(request.getSessionIdsList()),
             request.getLossesOnly(),
             request.getStartRevision(),
-            new WatchHub.Sink() {
-              @Override
-              public void send(WatchResponse response) {
-                try {
-                  stream.onNext(response);
-                } catch (RuntimeException e) {
-                  // The watcher went away between the check and the send.
-                  log.debug("watch stream closed while sending", e);
-                }
-              }
-
-              @Override
-              public boolean isClosed() {
-                return stream.isCancelled();
-              }
-            });
+            new WatchStream(stream, limits.limits().maxWatchBacklog()));
     if (!started) {
       out.onCompleted(); // it was told the oldest revision it may ask for
     }
@@ -450,6 +438,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       invalid(out, problem);
       return;
     }
+    if (limits.refused(command, out)) {
+      return;
+    }
     write(command, parser, out);
   }
 
@@ -530,11 +521,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         .asRuntimeException();
   }
 
+  /** Its length is a limit ({@link LimitChecks}). */
   private static String keyProblem(String key) {
-    int bytes = key.getBytes(StandardCharsets.UTF_8).length;
-    return bytes == 0 || bytes > MAX_KEY_BYTES
-        ? "key must be 1 to " + MAX_KEY_BYTES + " bytes of UTF-8; was " + bytes + " bytes"
-        : null;
+    return key.isEmpty() ? "key must not be empty" : null;
   }
 
   private static String writableKeyProblem(String key) {
@@ -554,10 +543,6 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     }
     return ok ? null : "an attached key must be 1 to 128 of A-Z a-z 0-9 . _ -; was \"" + key + "\"";
-  }
-
-  private static String valueProblem(int bytes) {
-    return bytes > MAX_VALUE_BYTES ? "value must be at most " + MAX_VALUE_BYTES + " bytes; was " + bytes : null;
   }
 
   private static String leaseNameProblem(String name) {

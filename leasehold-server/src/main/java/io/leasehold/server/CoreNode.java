@@ -226,6 +226,7 @@ public final class CoreNode implements AutoCloseable {
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
+    LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -234,6 +235,7 @@ public final class CoreNode implements AutoCloseable {
             // the request and hands it on (a future, a queue), none blocks, so a hop to gRPC's
             // executor per message would cost a thread wake-up and buy nothing.
             .directExecutor()
+            .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
                     new ClientService(
@@ -242,7 +244,8 @@ public final class CoreNode implements AutoCloseable {
                         watches,
                         this::nodeStatus,
                         counters,
-                        leadership), new LeaderHint(this::leaderElsewhere)))
+                        leadership,
+                        limits), new LeaderHint(this::leaderElsewhere), limits.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.

@@ -17,6 +17,7 @@ import java.util.Objects;
  * @param logSegmentBytes size of one log segment file; only whole segments are purged
  * @param startMode whether the node formats a new data directory or recovers the one it has
  * @param tls TLS on every port of the node; null for plaintext (the default)
+ * @param limits what one client may use of the node; null for {@link Limits#DEFAULTS}
  */
 public record NodeConfig(
     String self,
@@ -26,7 +27,8 @@ public record NodeConfig(
     long snapshotEvery,
     long logSegmentBytes,
     StartMode startMode,
-    TlsConfig tls) {
+    TlsConfig tls,
+    Limits limits) {
 
   /**
    * How a node treats its data directory when it starts. A node formats storage only when told
@@ -74,8 +76,10 @@ public record NodeConfig(
    * @param logSegmentBytes log segment size
    * @param startMode format a new data directory or recover the one there
    * @param tls TLS on every port, or null for plaintext
+   * @param limits what one client may use of the node, or null for the defaults
    */
   public NodeConfig {
+    limits = limits == null ? Limits.DEFAULTS : limits;
     Objects.requireNonNull(self, "self");
     Objects.requireNonNull(startMode, "startMode");
     Objects.requireNonNull(dataDir, "dataDir");
@@ -97,6 +101,30 @@ public record NodeConfig(
       throw new IllegalArgumentException(
           "log segment size must be at least 16 KiB; was " + logSegmentBytes + " bytes");
     }
+  }
+
+  /**
+   * A configuration with the default limits (the form before limits existed).
+   *
+   * @param self this node's id
+   * @param peers the cluster
+   * @param dataDir the data directory
+   * @param electionTimeout shortest election timeout
+   * @param snapshotEvery entries between snapshots
+   * @param logSegmentBytes log segment size
+   * @param startMode format a new data directory or recover the one there
+   * @param tls TLS on every port, or null for plaintext
+   */
+  public NodeConfig(
+      String self,
+      List<Peer> peers,
+      Path dataDir,
+      Duration electionTimeout,
+      long snapshotEvery,
+      long logSegmentBytes,
+      StartMode startMode,
+      TlsConfig tls) {
+    this(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, null);
   }
 
   /**
@@ -148,21 +176,26 @@ public record NodeConfig(
 
   /** {@return a copy with another election timeout} */
   public NodeConfig withElectionTimeout(Duration timeout) {
-    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls);
+    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls, limits);
   }
 
   /** {@return a copy with other snapshot and segment sizes} */
   public NodeConfig withSnapshots(long every, long segmentBytes) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls, limits);
   }
 
   /** {@return a copy that starts the node in another way} */
   public NodeConfig withStartMode(StartMode mode) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls, limits);
   }
 
   /** {@return a copy with TLS on every port from these files; null for plaintext} */
   public NodeConfig withTls(TlsConfig tlsConfig) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig, limits);
+  }
+
+  /** {@return a copy with other limits on what one client may use} */
+  public NodeConfig withLimits(Limits newLimits) {
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, newLimits);
   }
 }
