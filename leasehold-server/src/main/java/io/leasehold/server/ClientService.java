@@ -60,8 +60,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The client protocol of one node. Checks every request at the edge (a bad one is refused with
- * {@code INVALID_ARGUMENT} naming the field and its allowed range, before anything is written),
- * then forwards writes through the log and reads through the leader.
+ * {@code INVALID_ARGUMENT} naming the field and its allowed range, one over a limit with {@code
+ * RESOURCE_EXHAUSTED} by {@link LimitChecks}, before anything is written), then forwards writes
+ * through the log and reads through the leader.
  */
 final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
