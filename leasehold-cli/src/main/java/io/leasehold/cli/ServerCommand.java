@@ -2,6 +2,7 @@ package io.leasehold.cli;
 
 import io.leasehold.server.Backup;
 import io.leasehold.server.CoreNode;
+import io.leasehold.server.Limits;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.Peer;
 import io.leasehold.server.StartRefusedException;
@@ -197,6 +198,57 @@ final class ServerCommand implements Callable<Integer> {
           + " identity (anonymous).")
   private int maxSessionsPerIdentity;
 
+  // Limits (docs/security.md, "Limits"): the ranges are Limits's, which names the flag when refusing.
+  @Option(
+      names = "--max-keys-per-session",
+      paramLabel = "N",
+      defaultValue = "" + Limits.DEFAULT_KEYS_PER_SESSION,
+      description = "Keys, held leases included, that one session may have; 1 to " + Limits.MOST_KEYS_PER_SESSION
+          + " (default: ${DEFAULT-VALUE}). A client's leases of one TTL share one session.")
+  private int maxKeysPerSession;
+
+  @Option(
+      names = "--max-key-bytes",
+      paramLabel = "N",
+      defaultValue = "" + Limits.MOST_KEY_BYTES,
+      description = "Bytes (UTF-8) of a key a client writes, deletes or reads; " + Limits.LEAST_KEY_BYTES + " to "
+          + Limits.MOST_KEY_BYTES + " (default: ${DEFAULT-VALUE}). Named leases' keys follow the lease-name rule.")
+  private int maxKeyBytes;
+
+  @Option(
+      names = "--max-value-bytes",
+      paramLabel = "N",
+      defaultValue = "" + Limits.MOST_VALUE_BYTES,
+      description = "Bytes of a value; " + Limits.LEAST_VALUE_BYTES + " to " + Limits.MOST_VALUE_BYTES
+          + " (default: ${DEFAULT-VALUE}).")
+  private int maxValueBytes;
+
+  @Option(
+      names = "--max-watchers-per-connection",
+      paramLabel = "N",
+      defaultValue = "" + Limits.DEFAULT_WATCHERS_PER_CONNECTION,
+      description = "Watches open at once on one client connection; 1 to " + Limits.MOST_PER_CONNECTION
+          + " (default: ${DEFAULT-VALUE}).")
+  private int maxWatchersPerConnection;
+
+  @Option(
+      names = "--max-watch-backlog",
+      paramLabel = "EVENTS",
+      defaultValue = "" + Limits.DEFAULT_WATCH_BACKLOG,
+      description = "Events a watcher that reads too slowly may fall behind before its watch is ended (the"
+          + " client watches again from the revision it is told); 1 to " + Limits.MOST_WATCH_BACKLOG
+          + " (default: ${DEFAULT-VALUE}).")
+  private int maxWatchBacklog;
+
+  @Option(
+      names = "--max-in-flight-per-connection",
+      paramLabel = "N",
+      defaultValue = "" + Limits.DEFAULT_IN_FLIGHT_PER_CONNECTION,
+      description = "Calls other than watches open at once on one client connection (a keep-alive stream"
+          + " counts as one); " + Limits.LEAST_IN_FLIGHT + " to " + Limits.MOST_PER_CONNECTION
+          + " (default: ${DEFAULT-VALUE}).")
+  private int maxInFlightPerConnection;
+
   /**
    * {@return the node's configuration}
    *
@@ -270,7 +322,15 @@ final class ServerCommand implements Callable<Integer> {
           .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
           .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER)
           .withTls(tls)
-          .withAccess(access);
+          .withAccess(access)
+          .withLimits(
+              new Limits(
+                  maxKeysPerSession,
+                  maxKeyBytes,
+                  maxValueBytes,
+                  maxWatchersPerConnection,
+                  maxWatchBacklog,
+                  maxInFlightPerConnection));
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }

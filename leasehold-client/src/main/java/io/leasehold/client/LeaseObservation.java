@@ -159,15 +159,24 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
   }
 
   private void ended(Object which, Throwable t) {
+    long from;
     synchronized (this) {
       if (which != stream || closed) {
         return;
       }
       stream = null;
       cancelStream = null;
+      from = nextRevision;
     }
-    log.debug("observation of '{}' lost its watch ({}); resuming", observation.name(), t == null ? "completed" : t.toString());
-    client.failOver();
+    String overLimit = WatchLimits.overLimit(t);
+    if (overLimit != null) {
+      // The node serves, but ended or refused this watch over one of its limits: watch it again
+      // from the revision after the last event reported (history gone: a GAP, read again).
+      log.warn("observation of '{}': the core said: {}; watching again from revision {}", observation.name(), overLimit, from);
+    } else {
+      log.debug("observation of '{}' lost its watch ({}); resuming", observation.name(), t == null ? "completed" : t.toString());
+      client.failOver();
+    }
     timers.schedule(
         () -> {
           synchronized (this) {
@@ -176,7 +185,7 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
             }
           }
         },
-        RETRY_NANOS);
+        overLimit != null ? WatchLimits.RETRY_NANOS : RETRY_NANOS);
   }
 
   private void stopStream() {

@@ -200,14 +200,23 @@ final class LeaseWatch implements AutoCloseable {
   }
 
   private void ended(Object which, Throwable t) {
+    long from;
     synchronized (this) {
       if (which != current || closed) {
         return;
       }
       current = null;
+      from = nextRevision;
     }
-    log.debug("lease watch ended ({}); resuming", t == null ? "completed" : t.toString());
-    client.failOver();
+    String overLimit = WatchLimits.overLimit(t);
+    if (overLimit != null) {
+      // The node serves, but ended or refused this watch over one of its limits: watch it again
+      // from the revision after the last event seen (history gone: the keys are read again).
+      log.warn("lease watch: the core said: {}; watching again from revision {}", overLimit, from);
+    } else {
+      log.debug("lease watch ended ({}); resuming", t == null ? "completed" : t.toString());
+      client.failOver();
+    }
     timers.schedule(
         () -> {
           synchronized (this) {
@@ -216,7 +225,7 @@ final class LeaseWatch implements AutoCloseable {
             }
           }
         },
-        RETRY_NANOS);
+        overLimit != null ? WatchLimits.RETRY_NANOS : RETRY_NANOS);
   }
 
   @Override

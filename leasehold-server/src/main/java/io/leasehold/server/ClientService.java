@@ -54,7 +54,6 @@ import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SnapshotCopy;
 import io.leasehold.server.state.SnapshotCopyRequest;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
@@ -68,8 +67,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The client protocol of one node. Checks every request at the edge (a bad one is refused with
- * {@code INVALID_ARGUMENT} naming the field and its allowed range, before anything is written),
- * then forwards writes through the log and reads through the leader.
+ * {@code INVALID_ARGUMENT} naming the field and its allowed range, one over a limit with {@code
+ * RESOURCE_EXHAUSTED} by {@link LimitChecks}, before anything is written), then forwards writes
+ * through the log and reads through the leader.
  */
 final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
@@ -77,8 +77,6 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   static final long MIN_TTL_MILLIS = 10;
   static final long MAX_TTL_MILLIS = 24L * 60 * 60 * 1000;
-  static final int MAX_KEY_BYTES = 4096;
-  static final int MAX_VALUE_BYTES = 1024 * 1024;
   static final int MAX_LEASE_NAME_CHARS = 256;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
   static final int MAX_WATCHED_SESSIONS = 1000;
@@ -93,6 +91,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private final AccessControl access;
   /** --max-sessions-per-identity, carried in each grant's entry; 0: none. */
   private final int maxSessionsPerIdentity;
+  private final LimitChecks limits;
 
   ClientService(
       RaftGateway raft,
@@ -102,9 +101,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       NodeCounters counters,
       LeadershipTransfer leadership,
       AccessControl access,
-      int maxSessionsPerIdentity) {
+      int maxSessionsPerIdentity,
+      LimitChecks limits) {
     this.access = access;
     this.maxSessionsPerIdentity = maxSessionsPerIdentity;
+    this.limits = limits;
     this.counters = counters;
     this.refusals = refusals;
     this.raft = raft;
@@ -163,11 +164,14 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       Command command = command(request.getOps(i), identity);
       String problem = command == null ? "ops[" + i + "] names no write" : problem(command);
       Status denied = problem == null ? access.write(identity, command) : null;
+      String over = problem == null && denied == null ? limits.overLimit(command) : null;
       CompletableFuture<BatchResult> result =
           problem != null
               ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
               : denied != null
                   ? CompletableFuture.completedFuture(error(denied.getCode(), denied.getDescription()))
+              : over != null
+                  ? CompletableFuture.completedFuture(error(Status.Code.RESOURCE_EXHAUSTED, over))
                   : write(command).handle(ClientService::result);
       result.thenAccept(
           r -> {
@@ -234,20 +238,17 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           io.leasehold.core.proto.PutRequest p = command.getPut();
           return firstOf(
               attachedKeyProblem(p.getKey()),
-              valueProblem(p.getValue().size()),
               leaseNameProblem(p.getTenure().getName()),
               nonEmptyProblem("tenure.holder", p.getTenure().getHolder()),
               positiveProblem("tenure.token", p.getTenure().getToken()),
               p.getSessionId() == 0 ? null : "session_id must be 0 when a tenure is given; was " + p.getSessionId());
         }
-        return firstOf(writableKeyProblem(command.getPut().getKey()), valueProblem(command.getPut().getValue().size()));
+        return writableKeyProblem(command.getPut().getKey());
       case DELETE:
         // Deleting a named lease's key is allowed: it is how an operator revokes a lease.
         return keyProblem(command.getDelete().getKey());
       case COMPARE_AND_SET:
-        return firstOf(
-            writableKeyProblem(command.getCompareAndSet().getKey()),
-            valueProblem(command.getCompareAndSet().getValue().size()));
+        return writableKeyProblem(command.getCompareAndSet().getKey());
       case ACQUIRE: {
         AcquireRequest a = command.getAcquire();
         return firstOf(
@@ -272,7 +273,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       invalid(out, problem);
       return;
     }
-    if (refused(access.get(ClientIdentity.current(), request), out)) {
+    if (refused(access.get(ClientIdentity.current(), request), out) || limits.refused(request, out)) {
       return;
     }
     read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), out);
@@ -296,22 +297,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
             java.util.Set.copyOf(request.getSessionIdsList()),
             request.getLossesOnly(),
             request.getStartRevision(),
-            new WatchHub.Sink() {
-              @Override
-              public void send(WatchResponse response) {
-                try {
-                  stream.onNext(response);
-                } catch (RuntimeException e) {
-                  // The watcher went away between the check and the send.
-                  log.debug("watch stream closed while sending", e);
-                }
-              }
-
-              @Override
-              public boolean isClosed() {
-                return stream.isCancelled();
-              }
-            });
+            new WatchStream(stream, limits.limits().maxWatchBacklog()));
     if (!started) {
       out.onCompleted(); // it was told the oldest revision it may ask for
     }
@@ -558,7 +544,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       invalid(out, problem);
       return;
     }
-    if (refused(access.write(identity, command), out)) {
+    if (refused(access.write(identity, command), out) || limits.refused(command, out)) {
       return;
     }
     write(command, parser, out);
@@ -652,11 +638,9 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         .asRuntimeException();
   }
 
+  /** Its length is a limit ({@link LimitChecks}). */
   private static String keyProblem(String key) {
-    int bytes = key.getBytes(StandardCharsets.UTF_8).length;
-    return bytes == 0 || bytes > MAX_KEY_BYTES
-        ? "key must be 1 to " + MAX_KEY_BYTES + " bytes of UTF-8; was " + bytes + " bytes"
-        : null;
+    return key.isEmpty() ? "key must not be empty" : null;
   }
 
   private static String writableKeyProblem(String key) {
@@ -676,10 +660,6 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     }
     return ok ? null : "an attached key must be 1 to 128 of A-Z a-z 0-9 . _ -; was \"" + key + "\"";
-  }
-
-  private static String valueProblem(int bytes) {
-    return bytes > MAX_VALUE_BYTES ? "value must be at most " + MAX_VALUE_BYTES + " bytes; was " + bytes : null;
   }
 
   private static String leaseNameProblem(String name) {

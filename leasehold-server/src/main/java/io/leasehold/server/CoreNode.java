@@ -241,6 +241,7 @@ public final class CoreNode implements AutoCloseable {
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
     String root = rootIdentityToWrite(format);
     AccessControl access = new AccessControl(stateMachine.state(), root != null);
+    LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -251,6 +252,7 @@ public final class CoreNode implements AutoCloseable {
             .directExecutor()
             .permitKeepAliveTime(CLIENT_PING_PERMIT.toSeconds(), TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
+            .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
                     new ClientService(
@@ -261,7 +263,8 @@ public final class CoreNode implements AutoCloseable {
                         counters,
                         leadership,
                         access,
-                        config.access().maxSessionsPerIdentity()), new LeaderHint(this::leaderElsewhere), ClientIdentity.interceptor()))
+                        config.access().maxSessionsPerIdentity(),
+                        limits), new LeaderHint(this::leaderElsewhere), limits.interceptor(), ClientIdentity.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.

@@ -1019,6 +1019,19 @@ public final class CoreState {
     return sessions.containsKey(sessionId);
   }
 
+  /**
+   * {@return how many keys session {@code sessionId} has when writing {@code prefix + name} to it
+   * would add one and it has at least {@code max}; -1 otherwise (under the limit, a key it has
+   * already, or no such session: the log answers that)} The key is only built at the limit.
+   */
+  synchronized int keysAtLimit(long sessionId, String prefix, String name, int max) {
+    Session s = sessions.get(sessionId);
+    if (s == null || s.keys.size() < max || s.keys.contains(prefix.isEmpty() ? name : prefix + name)) {
+      return -1;
+    }
+    return s.keys.size();
+  }
+
   /** A session's state as a keep-alive needs it. */
   enum SessionStatus {
     /** There is no such session (never granted, expired or revoked). */

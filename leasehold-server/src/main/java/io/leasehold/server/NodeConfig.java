@@ -19,6 +19,7 @@ import java.util.Objects;
  * @param tls TLS on every port of the node; null for plaintext (the default)
  * @param access the root identity (access control) and sessions per identity; null for the
  *     defaults ({@link AccessSettings#DEFAULT})
+ * @param limits what one client may use of the node; null for {@link Limits#DEFAULTS}
  */
 public record NodeConfig(
     String self,
@@ -29,7 +30,8 @@ public record NodeConfig(
     long logSegmentBytes,
     StartMode startMode,
     TlsConfig tls,
-    AccessSettings access) {
+    AccessSettings access,
+    Limits limits) {
 
   /**
    * How a node treats its data directory when it starts. A node formats storage only when told
@@ -78,9 +80,11 @@ public record NodeConfig(
    * @param startMode format a new data directory or recover the one there
    * @param tls TLS on every port, or null for plaintext
    * @param access access settings, or null for the defaults
+   * @param limits what one client may use of the node, or null for the defaults
    */
   public NodeConfig {
     access = access == null ? AccessSettings.DEFAULT : access;
+    limits = limits == null ? Limits.DEFAULTS : limits;
     Objects.requireNonNull(self, "self");
     Objects.requireNonNull(startMode, "startMode");
     Objects.requireNonNull(dataDir, "dataDir");
@@ -105,7 +109,7 @@ public record NodeConfig(
   }
 
   /**
-   * A configuration with the default access settings (the form before access control existed).
+   * A configuration with the default access settings and limits (the form before either existed).
    *
    * @param self this node's id
    * @param peers the cluster
@@ -125,7 +129,7 @@ public record NodeConfig(
       long logSegmentBytes,
       StartMode startMode,
       TlsConfig tls) {
-    this(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, null);
+    this(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, null, null);
   }
 
   /**
@@ -177,26 +181,31 @@ public record NodeConfig(
 
   /** {@return a copy with another election timeout} */
   public NodeConfig withElectionTimeout(Duration timeout) {
-    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls, access);
+    return new NodeConfig(self, peers, dataDir, timeout, snapshotEvery, logSegmentBytes, startMode, tls, access, limits);
   }
 
   /** {@return a copy with other snapshot and segment sizes} */
   public NodeConfig withSnapshots(long every, long segmentBytes) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls, access);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, every, segmentBytes, startMode, tls, access, limits);
   }
 
   /** {@return a copy that starts the node in another way} */
   public NodeConfig withStartMode(StartMode mode) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls, access);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, mode, tls, access, limits);
   }
 
   /** {@return a copy with TLS on every port from these files; null for plaintext} */
   public NodeConfig withTls(TlsConfig tlsConfig) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig, access);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tlsConfig, access, limits);
   }
 
   /** {@return a copy with these access settings; null for the defaults} */
   public NodeConfig withAccess(AccessSettings accessSettings) {
-    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, accessSettings);
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, accessSettings, limits);
+  }
+
+  /** {@return a copy with other limits on what one client may use} */
+  public NodeConfig withLimits(Limits newLimits) {
+    return new NodeConfig(self, peers, dataDir, electionTimeout, snapshotEvery, logSegmentBytes, startMode, tls, access, newLimits);
   }
 }

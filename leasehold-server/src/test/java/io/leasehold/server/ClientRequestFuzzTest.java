@@ -45,9 +45,9 @@ import org.junit.jupiter.api.Timeout;
  * Fuzz test of the client protocol at the edge (docs/testing.md, "Fuzzing"): arbitrary bytes,
  * decoded as each request message the core accepts, sent to a real single-node core in this JVM
  * through its gRPC service, as a client's call arrives. Every call ends either with an answer, or
- * with one of the statuses the protocol documents (a refusal with {@code INVALID_ARGUMENT} that
- * says why); never with {@code UNKNOWN} or {@code INTERNAL} (an exception that escaped), never
- * with the node unable to serve. A refused write never reaches the log (counted by the node,
+ * with one of the statuses the protocol documents (a refusal with {@code INVALID_ARGUMENT}, or
+ * {@code RESOURCE_EXHAUSTED} over a limit, that says why); never with {@code UNKNOWN} or {@code
+ * INTERNAL} (an exception that escaped), never with the node unable to serve. A refused write never reaches the log (counted by the node,
  * after a barrier write of the test's own that is answered once applied).
  *
  * <p>Input: one byte choosing the request kind, then the request's bytes. Bytes that are not a
@@ -58,7 +58,12 @@ class ClientRequestFuzzTest {
 
   /** What a call may end with besides OK: the statuses the service documents. */
   private static final Set<Status.Code> DOCUMENTED =
-      Set.of(Status.Code.INVALID_ARGUMENT, Status.Code.NOT_FOUND, Status.Code.FAILED_PRECONDITION, Status.Code.DEADLINE_EXCEEDED);
+      Set.of(
+          Status.Code.INVALID_ARGUMENT,
+          Status.Code.RESOURCE_EXHAUSTED,
+          Status.Code.NOT_FOUND,
+          Status.Code.FAILED_PRECONDITION,
+          Status.Code.DEADLINE_EXCEEDED);
 
   private static LocalCluster cluster;
   private static ManagedChannel channel;
@@ -124,7 +129,7 @@ class ClientRequestFuzzTest {
       call.run();
     } catch (StatusRuntimeException e) {
       checkDocumented(e.getStatus().getCode(), e.getStatus().getDescription());
-      if (e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+      if (refusedAtTheEdge(e.getStatus().getCode().value())) {
         barrier();
         assertThat(writes()).as("log writes after a refused call (%s), then the barrier", e.getStatus()).isEqualTo(writesBefore + 1);
       }
@@ -146,7 +151,7 @@ class ClientRequestFuzzTest {
       response = stub().batch(request);
     } catch (StatusRuntimeException e) {
       checkDocumented(e.getStatus().getCode(), e.getStatus().getDescription());
-      if (e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+      if (refusedAtTheEdge(e.getStatus().getCode().value())) {
         barrier();
         assertThat(writes()).as("log writes after a refused batch (%s), then the barrier", e.getStatus()).isEqualTo(writesBefore + 1);
       }
@@ -157,7 +162,7 @@ class ClientRequestFuzzTest {
     for (BatchResult r : response.getResultsList()) {
       if (r.hasError()) {
         checkDocumented(Status.fromCodeValue(r.getError().getCode()).getCode(), r.getError().getMessage());
-        if (r.getError().getCode() != Status.Code.INVALID_ARGUMENT.value()) {
+        if (!refusedAtTheEdge(r.getError().getCode())) {
           mayWrite++;
         }
       } else {
@@ -232,6 +237,11 @@ class ClientRequestFuzzTest {
     Object got = answer.join();
     out.onCompleted();
     assertThat(got).as("keep-alive answer to %s", request).isInstanceOf(KeepAliveResponse.class);
+  }
+
+  /** {@return whether the status is a refusal before the log: a bad request, or one over a limit} */
+  private static boolean refusedAtTheEdge(int code) {
+    return code == Status.Code.INVALID_ARGUMENT.value() || code == Status.Code.RESOURCE_EXHAUSTED.value();
   }
 
   private static void checkDocumented(Status.Code code, String description) {

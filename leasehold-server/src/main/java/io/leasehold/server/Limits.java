@@ -1,0 +1,133 @@
+package io.leasehold.server;
+
+/**
+ * Limits that keep one client from exhausting a node: each is checked where a request arrives
+ * (see {@code LimitChecks}), and a request over one is refused with {@code RESOURCE_EXHAUSTED}
+ * naming the limit by its flag of {@code leasehold server} and its value; nothing changes, and the
+ * node keeps serving every other client. Sessions per client identity are limited with access
+ * control (docs/security.md).
+ *
+ * @param maxKeysPerSession keys (named leases included) attached to one session, 1 to
+ *     {@value #MOST_KEYS_PER_SESSION} ({@code --max-keys-per-session})
+ * @param maxKeyBytes bytes (UTF-8) of a key a client names in a put, compare-and-set, delete or
+ *     get, {@value #LEAST_KEY_BYTES} to {@value #MOST_KEY_BYTES} ({@code --max-key-bytes}); keys
+ *     under the reserved prefix (named leases) are bounded by the lease-name rule instead
+ * @param maxValueBytes bytes of a value, {@value #LEAST_VALUE_BYTES} to {@value #MOST_VALUE_BYTES}
+ *     ({@code --max-value-bytes})
+ * @param maxWatchersPerConnection watches open at once on one client connection, 1 to {@value
+ *     #MOST_PER_CONNECTION} ({@code --max-watchers-per-connection})
+ * @param maxWatchBacklog events a watcher that reads too slowly may fall behind before its watch
+ *     is ended (it re-watches from the revision it was told), 1 to {@value #MOST_WATCH_BACKLOG}
+ *     ({@code --max-watch-backlog})
+ * @param maxInFlightPerConnection calls other than watches open at once on one client
+ *     connection (an open keep-alive stream counts as one), {@value #LEAST_IN_FLIGHT} to {@value
+ *     #MOST_PER_CONNECTION} ({@code --max-in-flight-per-connection})
+ */
+public record Limits(
+    int maxKeysPerSession,
+    int maxKeyBytes,
+    int maxValueBytes,
+    int maxWatchersPerConnection,
+    int maxWatchBacklog,
+    int maxInFlightPerConnection) {
+
+  /** Default keys per session: as many as {@code bench hold --leases} puts in one client's session. */
+  public static final int DEFAULT_KEYS_PER_SESSION = 1_000_000;
+
+  /** The most keys per session that may be configured. */
+  public static final int MOST_KEYS_PER_SESSION = 10_000_000;
+
+  /** Default and most key bytes: every key is held on every node and sent in every event. */
+  public static final int MOST_KEY_BYTES = 4096;
+
+  /** The least key bytes that may be configured: a short key still names something. */
+  public static final int LEAST_KEY_BYTES = 16;
+
+  /**
+   * Default and most value bytes: a write must fit one gRPC message (4 MiB) and one Raft entry
+   * with room to spare.
+   */
+  public static final int MOST_VALUE_BYTES = 1024 * 1024;
+
+  /** The least value bytes: every value the Lease API may attach (4,096 characters of UTF-8) fits. */
+  public static final int LEAST_VALUE_BYTES = 16 * 1024;
+
+  /** Default watches per connection: a backend opens one, plus one per lease it observes. */
+  public static final int DEFAULT_WATCHERS_PER_CONNECTION = 1000;
+
+  /** Default events a slow watcher may fall behind. */
+  public static final int DEFAULT_WATCH_BACKLOG = 10_000;
+
+  /**
+   * The most events a slow watcher may fall behind: the history a node keeps for re-watching. A
+   * watcher further behind could not resume from it anyway.
+   */
+  public static final int MOST_WATCH_BACKLOG = 100_000;
+
+  /** Default calls in flight per connection: the client library has a few (batched writes). */
+  public static final int DEFAULT_IN_FLIGHT_PER_CONNECTION = 1000;
+
+  /**
+   * The least calls in flight per connection: a client keeps a keep-alive stream open and sends
+   * writes and reads beside it.
+   */
+  public static final int LEAST_IN_FLIGHT = 8;
+
+  /** The most watches or calls per connection that may be configured. */
+  public static final int MOST_PER_CONNECTION = 1_000_000;
+
+  /** The defaults. */
+  public static final Limits DEFAULTS =
+      new Limits(
+          DEFAULT_KEYS_PER_SESSION,
+          MOST_KEY_BYTES,
+          MOST_VALUE_BYTES,
+          DEFAULT_WATCHERS_PER_CONNECTION,
+          DEFAULT_WATCH_BACKLOG,
+          DEFAULT_IN_FLIGHT_PER_CONNECTION);
+
+  /**
+   * Checks every value against its range.
+   *
+   * @throws IllegalArgumentException naming the flag, its range and the value
+   */
+  public Limits {
+    check("--max-keys-per-session", maxKeysPerSession, 1, MOST_KEYS_PER_SESSION);
+    check("--max-key-bytes", maxKeyBytes, LEAST_KEY_BYTES, MOST_KEY_BYTES);
+    check("--max-value-bytes", maxValueBytes, LEAST_VALUE_BYTES, MOST_VALUE_BYTES);
+    check("--max-watchers-per-connection", maxWatchersPerConnection, 1, MOST_PER_CONNECTION);
+    check("--max-watch-backlog", maxWatchBacklog, 1, MOST_WATCH_BACKLOG);
+    check("--max-in-flight-per-connection", maxInFlightPerConnection, LEAST_IN_FLIGHT, MOST_PER_CONNECTION);
+  }
+
+  private static void check(String flag, int value, int least, int most) {
+    if (value < least || value > most) {
+      throw new IllegalArgumentException(flag + " must be " + least + " to " + most + "; was " + value);
+    }
+  }
+
+  /** {@return a copy with another keys-per-session limit} */
+  public Limits withMaxKeysPerSession(int n) {
+    return new Limits(n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection);
+  }
+
+  /** {@return a copy with other key and value size limits} */
+  public Limits withMaxSizes(int keyBytes, int valueBytes) {
+    return new Limits(maxKeysPerSession, keyBytes, valueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection);
+  }
+
+  /** {@return a copy with another watchers-per-connection limit} */
+  public Limits withMaxWatchersPerConnection(int n) {
+    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection);
+  }
+
+  /** {@return a copy with another watch backlog limit} */
+  public Limits withMaxWatchBacklog(int events) {
+    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, events, maxInFlightPerConnection);
+  }
+
+  /** {@return a copy with another in-flight-per-connection limit} */
+  public Limits withMaxInFlightPerConnection(int n) {
+    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, n);
+  }
+}
