@@ -820,8 +820,8 @@ public final class CoreState {
     if (entry.getRight() == AclRight.ACL_RIGHT_ADMIN && !entry.getPrefix().isEmpty()) {
       return "prefix must be empty for the right admin (it is not per prefix); was \"" + entry.getPrefix() + "\"";
     }
-    if (entry.getPrefix().length() > ClientService.MAX_KEY_BYTES) {
-      return "prefix must be at most " + ClientService.MAX_KEY_BYTES + " characters; was " + entry.getPrefix().length();
+    if (entry.getPrefix().length() > Limits.MOST_KEY_BYTES) {
+      return "prefix must be at most " + Limits.MOST_KEY_BYTES + " characters; was " + entry.getPrefix().length();
     }
     return null;
   }
