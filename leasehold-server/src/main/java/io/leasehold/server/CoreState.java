@@ -138,6 +138,9 @@ final class CoreState {
   /** Why a watcher sees a held lease's key deleted by someone else than its holder. */
   static final String REVOKED_BY_OPERATOR = "revoked by an operator";
 
+  /** The snapshot format this replica writes and the newest it reads ({@link Formats}). */
+  private final int snapshotFormat = Formats.snapshotFormat();
+
   private long revision;
   /** Cluster time: the greatest stamp applied. */
   private long clockMillis;
@@ -922,7 +925,7 @@ final class CoreState {
     SnapshotBody body = snapshotBody();
     DataOutputStream data = new DataOutputStream(out);
     data.writeInt(SNAPSHOT_MAGIC);
-    data.writeInt(SNAPSHOT_FORMAT);
+    data.writeInt(snapshotFormat);
     body.writeDelimitedTo(data);
     data.flush();
     return body.getRevision();
@@ -991,10 +994,8 @@ final class CoreState {
     if (magic != SNAPSHOT_MAGIC) {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
-    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1) {
-      throw new IOException(
-          "snapshot format " + format + " is not supported by this version (it reads formats "
-              + SNAPSHOT_FORMAT_1 + " and " + SNAPSHOT_FORMAT + "); upgrade the node");
+    if (format < SNAPSHOT_FORMAT_1 || format > snapshotFormat) {
+      throw new IOException(Formats.snapshotRefused(format, snapshotFormat));
     }
     SnapshotBody body;
     try {
