@@ -33,6 +33,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       HoldCommand.class,
       FailoverCommand.class,
       ExpireStormCommand.class,
+      RollingRestartCommand.class,
       CompareCommand.class,
       HelpCommand.class
     })

@@ -76,7 +76,8 @@ public record Backup(long revision, long takenAtMillis, byte[] body) {
    * Reads and checks a copy.
    *
    * @throws IOException naming what is wrong: not a backup, a format this version cannot read,
-   *     truncated, or a checksum that does not match
+   *     truncated, a checksum that does not match, or a state this version cannot load (a newer
+   *     snapshot format)
    */
   public static Backup readFrom(Path file) throws IOException {
     try (InputStream in = Files.newInputStream(file)) {
@@ -106,9 +107,23 @@ public record Backup(long revision, long takenAtMillis, byte[] body) {
       if (!MessageDigest.isEqual(sha, digest(body))) {
         throw new IOException(file + " is corrupt: its SHA-256 does not match its contents");
       }
+      refuseUnreadable(file, body);
       return new Backup(revision, takenAt, body);
     } catch (java.io.EOFException e) {
       throw new IOException(file + " is truncated: it ends inside its header", e);
+    }
+  }
+
+  /**
+   * Loads the body into a scratch state, as a restored node will: a snapshot this version cannot
+   * read (a newer format, written by a newer version) must be refused here, before anything is
+   * created, not by a node that has already formatted its data directory.
+   */
+  private static void refuseUnreadable(Path file, byte[] body) throws IOException {
+    try {
+      new CoreState().readSnapshot(new java.io.ByteArrayInputStream(body));
+    } catch (IOException e) {
+      throw new IOException(file + " cannot be restored by this version: " + e.getMessage(), e);
     }
   }
 

@@ -152,6 +152,9 @@ public final class CoreState {
   /** Why a watcher sees a held lease's key deleted by someone else than its holder. */
   static final String REVOKED_BY_OPERATOR = "revoked by an operator";
 
+  /** The snapshot format this replica writes and the newest it reads ({@link Formats}). */
+  private final int snapshotFormat = Formats.snapshotFormat();
+
   private long revision;
   /** Cluster time: the greatest stamp applied. */
   private long clockMillis;
@@ -1169,7 +1172,10 @@ public final class CoreState {
     DataOutputStream data = new DataOutputStream(out);
     data.writeInt(SNAPSHOT_MAGIC);
     boolean accessControl = !body.getAclRoot().isEmpty() || body.getAclEntriesCount() > 0 || hasIdentifiedSessions(body);
-    data.writeInt(accessControl ? SNAPSHOT_FORMAT_ACL : SNAPSHOT_FORMAT);
+    // A newer build (the test hook of Formats) writes its own format; this one writes format 3
+    // only when access control is used, so a cluster without it can still go back a version.
+    data.writeInt(snapshotFormat > SNAPSHOT_FORMAT_ACL ? snapshotFormat
+        : accessControl ? SNAPSHOT_FORMAT_ACL : SNAPSHOT_FORMAT);
     body.writeDelimitedTo(data);
     data.flush();
     return body.getRevision();
@@ -1249,10 +1255,8 @@ public final class CoreState {
     if (magic != SNAPSHOT_MAGIC) {
       throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
     }
-    if (format != SNAPSHOT_FORMAT && format != SNAPSHOT_FORMAT_1 && format != SNAPSHOT_FORMAT_ACL) {
-      throw new IOException(
-          "snapshot format " + format + " is not supported by this version (it reads formats "
-              + SNAPSHOT_FORMAT_1 + " to " + SNAPSHOT_FORMAT_ACL + "); upgrade the node");
+    if (format < SNAPSHOT_FORMAT_1 || format > snapshotFormat) {
+      throw new IOException(Formats.snapshotRefused(format, snapshotFormat));
     }
     SnapshotBody body;
     try {

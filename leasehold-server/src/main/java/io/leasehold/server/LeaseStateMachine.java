@@ -57,6 +57,8 @@ final class LeaseStateMachine extends BaseStateMachine {
   private static final Logger log = LoggerFactory.getLogger(LeaseStateMachine.class);
 
   private final CoreState state = new CoreState();
+  /** The log format this node writes and the newest it applies ({@link Formats}). */
+  private final int logFormat = Formats.logFormat();
   private final SessionKeeper keeper;
   private final WatchHub watches;
   private final ClusterClock clock;
@@ -253,7 +255,7 @@ final class LeaseStateMachine extends BaseStateMachine {
     return TransactionContext.newBuilder()
         .setStateMachine(this)
         .setClientRequest(request)
-        .setLogData(request.getMessage().getContent().concat(stampField(clock.leaderNow(term))))
+        .setLogData(request.getMessage().getContent().concat(stampField(clock.leaderNow(term), logFormat)))
         .build();
   }
 
@@ -263,6 +265,15 @@ final class LeaseStateMachine extends BaseStateMachine {
   /** {@return {@code Command.stamp_millis} holding {@code millis}, encoded} */
   static ByteString stampField(long millis) {
     return UnsafeByteOperations.unsafeWrap(withVarintField(new byte[0], STAMP_MILLIS_FIELD, millis));
+  }
+
+  /**
+   * {@return the stamp, and {@code Command.log_format} when the format is above 1} Format 1 is
+   * written as no field at all: entries stay as they were before the field existed.
+   */
+  static ByteString stampField(long millis, int logFormat) {
+    byte[] stamp = withVarintField(new byte[0], STAMP_MILLIS_FIELD, millis);
+    return UnsafeByteOperations.unsafeWrap(logFormat <= 1 ? stamp : withVarintField(stamp, Formats.LOG_FORMAT_FIELD, logFormat));
   }
 
   /**
@@ -309,6 +320,7 @@ final class LeaseStateMachine extends BaseStateMachine {
     }
     // A command from a newer version stops this node before any of the entry is applied (thrown
     // here, Ratis stops the node): skipping it would make the replicas diverge.
+    Formats.refuseNewerLog(index, command.getLogFormat(), logFormat);
     if (command.hasBatch()) {
       command.getBatch().getCommandsList().forEach(each -> CoreState.refuseIfNewer(index, each));
     } else {

@@ -156,6 +156,16 @@ final class CoreProcessCluster extends ProcessCluster {
     return OptionalLong.empty();
   }
 
+  @Override
+  public OptionalLong appliedIndex(int i) {
+    slot(i);
+    if (!running(i)) {
+      return OptionalLong.empty();
+    }
+    StatusResponse r = await(ask(i));
+    return r == null || r.getNodesCount() == 0 ? OptionalLong.empty() : OptionalLong.of(r.getNodes(0).getAppliedIndex());
+  }
+
   private ListenableFuture<StatusResponse> ask(int i) {
     return LeaseholdGrpc.newFutureStub(channel(i))
         .withDeadlineAfter(STATUS_DEADLINE_MILLIS, TimeUnit.MILLISECONDS)

@@ -67,6 +67,27 @@ public interface ManagedCluster extends AutoCloseable {
    */
   void restart(int i);
 
+  /**
+   * Stops member {@code i} the way an operator does, with SIGTERM (a core node that leads hands
+   * its leadership to a caught-up peer first), and waits for its process to end; nothing happens
+   * if it does not run. Start it again with {@link #restart}. The default cannot.
+   *
+   * @throws UnsupportedOperationException if this cluster cannot
+   * @throws IllegalStateException if the member does not exit in time (it is then killed)
+   */
+  default void stop(int i) {
+    throw new UnsupportedOperationException("the " + name() + " cluster cannot stop a member with SIGTERM");
+  }
+
+  /**
+   * {@return the last log index member {@code i} applied, asked of the member itself, or empty
+   * when it does not answer or the store does not tell} With {@link #leader()}, it tells when a
+   * restarted member has caught up. The default says nothing.
+   */
+  default OptionalLong appliedIndex(int i) {
+    return OptionalLong.empty();
+  }
+
   /** Kills every member and deletes the data directories. */
   @Override
   void close();

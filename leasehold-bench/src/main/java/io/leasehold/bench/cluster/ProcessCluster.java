@@ -42,6 +42,9 @@ abstract class ProcessCluster implements ManagedCluster {
   /** A restarted member starts, replays its log and catches up with the leader. */
   static final Duration REJOIN_TIMEOUT = Duration.ofSeconds(90);
 
+  /** How long a member may take to stop after SIGTERM: a leader's hand-over, then its shutdown. */
+  static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+
   /** How long a SIGKILLed process may take to be reaped. */
   private static final Duration EXIT_TIMEOUT = Duration.ofSeconds(30);
 
@@ -277,6 +280,36 @@ abstract class ProcessCluster implements ManagedCluster {
     }
     s.process = null;
     log.info("{} member {} killed (SIGKILL, pid {})", name, s.id, p.pid());
+  }
+
+  /**
+   * SIGTERM, then waits up to {@link #STOP_TIMEOUT} for the process to end (a core leader hands
+   * over first, bounded by the server); one that is still running is killed and reported.
+   */
+  @Override
+  public final synchronized void stop(int i) {
+    checkOpen();
+    Slot s = slot(i);
+    Process p = s.process;
+    if (p == null) {
+      return;
+    }
+    p.destroy(); // SIGTERM on Unix: the server's shutdown hook runs
+    try {
+      if (!p.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+        p.destroyForcibly();
+        p.waitFor(EXIT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        s.process = null;
+        throw new IllegalStateException(
+            name + " member " + s.id + " (pid " + p.pid() + ") still ran " + STOP_TIMEOUT.toSeconds()
+                + " s after SIGTERM; killed" + tails(List.of(s)));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for " + name + " member " + s.id + " to stop", e);
+    }
+    s.process = null;
+    log.info("{} member {} stopped (SIGTERM, pid {}, exit code {})", name, s.id, p.pid(), p.exitValue());
   }
 
   @Override
