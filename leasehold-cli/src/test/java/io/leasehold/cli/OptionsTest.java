@@ -110,7 +110,7 @@ class OptionsTest {
 
     assertThat(run.exitCode()).isEqualTo(2);
     assertThat(run.err())
-        .contains("leasehold: 'dmeo' is not a command; the commands are dev, server, status, revoke, admin, get, watch, members, run,"
+        .contains("leasehold: 'dmeo' is not a command; the commands are dev, server, status, revoke, admin, acl, get, watch, members, run,"
             + " demo, help (and bench, faults, micro through ./leasehold)")
         .doesNotContain("Did you mean")
         .contains("Try 'leasehold --help' for more information.");
@@ -122,7 +122,7 @@ class OptionsTest {
 
     assertThat(run.exitCode()).isEqualTo(2);
     assertThat(run.err())
-        .contains("leasehold: a command is needed: one of dev, server, status, revoke, admin, get, watch, members, run, demo, help")
+        .contains("leasehold: a command is needed: one of dev, server, status, revoke, admin, acl, get, watch, members, run, demo, help")
         .contains("Try 'leasehold --help' for more information.");
   }
 
