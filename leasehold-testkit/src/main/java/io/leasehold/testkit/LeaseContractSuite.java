@@ -59,14 +59,15 @@ import org.junit.jupiter.api.parallel.ResourceLockTarget;
  * {@code T/5}, so the safe window is {@code 0.79 T}.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-@Execution(ExecutionMode.CONCURRENT)
 @ResourceLock(value = LeaseContractSuite.CPU_BOUND, mode = ResourceAccessMode.READ, target = ResourceLockTarget.CHILDREN)
 public abstract class LeaseContractSuite {
 
   /**
-   * The clauses of one suite run side by side (the build's junit.jupiter.execution.parallel
-   * settings cap how many): nearly all of a clause's time is waiting out TTLs, and every clause
-   * has its own lease names, contenders and fixture, so none sees another's leases. The one
+   * The clauses of one suite run side by side (each is {@code @Execution(CONCURRENT)}; the
+   * build's junit.jupiter.execution.parallel settings cap how many): nearly all of a clause's time
+   * is waiting out TTLs, and every clause has its own lease names, contenders and fixture, so none
+   * sees another's leases. The mode is on each clause, not on the class: a class in CONCURRENT
+   * mode would itself run beside the module's other test classes, which it must not. The one
    * clause that keeps the CPU busy, the concurrent-acquire scenario, takes this lock exclusively
    * and runs alone, so its acquires are not slowed towards their timeout by the others and the
    * others' renewals are not slowed by it.
@@ -121,6 +122,7 @@ public abstract class LeaseContractSuite {
   // Acquire.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireSucceedsWhenNobodyHoldsTheLease() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -137,6 +139,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireReturnsFalseWhileAnotherOwnerHolds() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -154,6 +157,7 @@ public abstract class LeaseContractSuite {
    * us, and the name is dropped once we hold the lease ourselves.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aRefusedAcquireNamesTheHolderWhereTheStoreKnowsIt() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -171,6 +175,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireAnswersFalseOnlyAfterItsRetriesAreSpent() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -188,6 +193,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireRetriesWinOnceTheHolderReleases() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -205,6 +211,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireFailsWithALeaseExceptionWhenTheStoreCannotBeReached() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -220,6 +227,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void acquireWhileHoldingConfirmsTheSameTenureAndToken() {
     Lease a = lease(contender(), leaseName(), "owner-a");
     long token = hold(a);
@@ -232,6 +240,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void concurrentAcquireCallsOnOneLeaseShareOneTenure() {
     Lease a = lease(contender(), leaseName(), "owner-a");
 
@@ -249,6 +258,7 @@ public abstract class LeaseContractSuite {
   // Release.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void releaseEndsTheTenureAtOnceAndLetsAnotherOwnerAcquire() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -267,6 +277,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void releaseWithoutAHeldLeaseIsAConfirmedNoOp() {
     String name = leaseName();
     Contender processA = contender();
@@ -294,6 +305,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aLateReleaseCannotEndANewerTenure() {
     String name = leaseName();
     Contender processA = contender();
@@ -320,6 +332,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void anotherIncarnationWithTheSameOwnerNameIsAnotherHolder() {
     String name = leaseName();
     Contender firstProcess = contender();
@@ -342,6 +355,7 @@ public abstract class LeaseContractSuite {
   // Renewal, the local deadline, and checkAlive.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void renewalKeepsTheLeaseWellBeyondItsTtl() {
     Lease a = lease(contender(), leaseName(), "owner-a");
     LossRecorder losses = recordLosses(a);
@@ -361,6 +375,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aPartitionShorterThanTheSafeWindowDoesNotSurrenderTheLease() {
     Contender process = contender();
     Lease a =
@@ -380,6 +395,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void checkAliveIsFalseAtOnceWhenAPauseOutlastsTheDeadline() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -402,6 +418,7 @@ public abstract class LeaseContractSuite {
   // onLost.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void onLostFiresOncePerLoss() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -426,6 +443,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aCancelledSubscriptionIsNotCalled() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -444,6 +462,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aThrowingHandlerHarmsNeitherOtherHandlersNorTheLease() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -469,6 +488,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void handlersMayCallTheLeaseFromInsideTheCallback() {
     Contender process = contender();
     Lease a = lease(process, leaseName(), "owner-a");
@@ -495,6 +515,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aRecordDeletedInTheStoreIsReportedAsALoss() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -517,6 +538,7 @@ public abstract class LeaseContractSuite {
    * it blocked until the holder confirmed the revocation or its whole safe window has passed.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aRecordDeletedInTheStoreGoesToNobodyElseBeforeItsHolderStopped() {
     String name = leaseName();
     Contender processA = contender();
@@ -555,6 +577,7 @@ public abstract class LeaseContractSuite {
   // Fencing tokens.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void fencingTokensStrictlyIncreaseAcrossTenures() {
     String name = leaseName();
     Contender processA = contender();
@@ -590,6 +613,7 @@ public abstract class LeaseContractSuite {
   // Close.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void closeReleasesTheLeaseAndIsIdempotent() {
     String name = leaseName();
     Lease a = lease(contender(), name, "owner-a");
@@ -608,6 +632,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void closingTheBackendClosesEveryLeaseItMade() {
     String first = leaseName();
     String second = leaseName();
@@ -636,6 +661,7 @@ public abstract class LeaseContractSuite {
   // Bad input.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void invalidSettingsAreRejectedWithTheFieldAndTheAllowedRange() {
     Contender process = contender();
     record Case(String field, Runnable build) {}
@@ -680,6 +706,7 @@ public abstract class LeaseContractSuite {
    * one is inconclusive, and at most 1% of rounds may be.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   @ResourceLock(value = CPU_BOUND, mode = ResourceAccessMode.READ_WRITE)
   void concurrentAcquiresFromDifferentOwnersHaveExactlyOneWinner() throws Exception {
     List<Contender> processes = new ArrayList<>();
@@ -746,6 +773,7 @@ public abstract class LeaseContractSuite {
    * acquire: the cut-off holder stops (onLost) before the other starts, with a greater token.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aPartitionedHolderStopsBeforeTheOtherSideAcquires() {
     String name = leaseName();
     Contender processA = contender();
@@ -789,6 +817,7 @@ public abstract class LeaseContractSuite {
 
   /** (c) The holder crashes: another owner gets the lease after the holder's deadline, not before. */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aCrashedHoldersLeaseGoesToAnotherOwnerAfterItsDeadlineNotBefore() {
     String name = leaseName();
     Contender processA = contender();
@@ -813,6 +842,7 @@ public abstract class LeaseContractSuite {
    * resume the first holder's checkAlive() is false at once and its onLost fires.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aHolderPausedBeyondItsTtlFindsTheLeaseGoneOnResume() {
     String name = leaseName();
     Contender processA = contender();
@@ -842,6 +872,7 @@ public abstract class LeaseContractSuite {
   // to these clauses; one that does not must refuse with UnsupportedOperationException.
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void anObserverSeesAcquireReleaseAcquireWithTheirTokensInOrder() {
     String name = leaseName();
     Contender watcher = contender();
@@ -890,6 +921,7 @@ public abstract class LeaseContractSuite {
    * never a silent skip.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void anObserverCutOffWhileTheLeaseChangesHandsMissesNothing() {
     String name = leaseName();
     Contender watcher = contender();
@@ -930,6 +962,7 @@ public abstract class LeaseContractSuite {
    * has already stopped: its checkAlive() is false when the event arrives.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void anObserverSeesAnExpiryWhenAHolderIsCutOffAfterTheHolderStopped() {
     String name = leaseName();
     Contender watcher = contender();
@@ -965,6 +998,7 @@ public abstract class LeaseContractSuite {
   }
 
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void attachedKeysAreReadableByOthersAndVanishWithTheTenure() {
     String name = leaseName();
     Contender processA = contender();
@@ -1006,6 +1040,7 @@ public abstract class LeaseContractSuite {
    * released; refused by the store when the holder has not yet heard that its record was deleted.
    */
   @Test
+  @Execution(ExecutionMode.CONCURRENT)
   void aWriteToAnAttachedKeyAfterTheTenureEndedIsRefusedAndNeverLands() {
     String name = leaseName();
     Contender processA = contender();
