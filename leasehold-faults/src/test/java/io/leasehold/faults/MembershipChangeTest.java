@@ -154,7 +154,10 @@ class MembershipChangeTest {
           .until(() -> membersOf(direct), m -> m instanceof MembersResponse);
     }
     Children.kill(nodes.remove("n1"));
-    GetResponse read = follower.<GetResponse>call((st, o) -> st.get(GetRequest.newBuilder().setKey("k").build(), o)).get(30, TimeUnit.SECONDS);
+    // (If n1 led, n2 and n4 elect a leader first; until then the client is told no node can serve.)
+    GetResponse read = await("a read through n2 or n4").atMost(WAIT).ignoreExceptions().until(
+        () -> follower.<GetResponse>call((st, o) -> st.get(GetRequest.newBuilder().setKey("k").build(), o)).get(30, TimeUnit.SECONDS),
+        r -> true);
     assertThat(read.getKvs(0).getValue().toStringUtf8()).as("acknowledged before the change").isEqualTo("v1");
     long after = put(follower, "k", "v2").getKv().getModRevision();
     assertThat(after).as("revisions (fencing tokens) keep increasing").isGreaterThan(before).isGreaterThan(token);

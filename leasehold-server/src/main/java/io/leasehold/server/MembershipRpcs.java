@@ -38,6 +38,9 @@ final class MembershipRpcs {
       invalid(out, e.getMessage());
       return;
     }
+    if (notMember(out)) {
+      return;
+    }
     answer(changes.add(peer, timeout), out);
   }
 
@@ -50,21 +53,35 @@ final class MembershipRpcs {
       invalid(out, "id must not be empty");
       return;
     }
+    if (notMember(out)) {
+      return;
+    }
     answer(changes.remove(request.getId(), request.getForce(), timeout), out);
   }
 
   void members(MembersRequest request, StreamObserver<MembersResponse> out) {
-    // Only a member that knows a leader which is a member too answers: a joining node not added
-    // yet, or a removed one, would name a membership that is not the cluster's.
-    if (!changes.knowsCommittedMembers()) {
-      out.onError(
-          Status.UNAVAILABLE
-              .withDescription("this node is not a member of the cluster that knows its leader; ask another")
-              .asException());
+    if (notMember(out)) {
       return;
     }
     out.onNext(response(changes.members(), changes.leaderId(), false));
     out.onCompleted();
+  }
+
+  /**
+   * Only a member that knows a leader which is a member too answers: a joining node not added
+   * yet, or a removed one, would name a membership that is not the cluster's, and would wait in
+   * vain for one to change. UNAVAILABLE sends the client to another node (and, while there is no
+   * leader anywhere, the command asks again until its timeout).
+   */
+  private boolean notMember(StreamObserver<?> out) {
+    if (changes.knowsCommittedMembers()) {
+      return false;
+    }
+    out.onError(
+        Status.UNAVAILABLE
+            .withDescription("this node is not a member of the cluster that knows its leader; ask another")
+            .asException());
+    return true;
   }
 
   private static void answer(CompletableFuture<MembershipChanges.Result> change, StreamObserver<MembersResponse> out) {
