@@ -38,7 +38,14 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     header = "Operates a running Leasehold core cluster.",
     description = "Commands for operators of the consistent core; see docs/operations.md.",
-    subcommands = {AdminCommand.TransferLeader.class, AdminCommand.Snapshot.class})
+    subcommands = {
+      AdminCommand.TransferLeader.class,
+      AdminCommand.Snapshot.class,
+      MembershipCommands.Members.class,
+      MembershipCommands.AddNode.class,
+      MembershipCommands.RemoveNode.class,
+      MembershipCommands.ReplaceNode.class
+    })
 final class AdminCommand implements Callable<Integer> {
 
   @Spec private CommandSpec spec;

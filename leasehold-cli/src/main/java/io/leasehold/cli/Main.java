@@ -114,6 +114,19 @@ public final class Main implements Callable<Integer> {
     System.exit(commandLine().execute(args));
   }
 
+  /**
+   * Runs one command in this JVM, as {@link #main} would, without exiting: for tests in other
+   * modules that drive the command line (the fault harness's end-to-end tests).
+   *
+   * @param out where the command prints its results
+   * @param err where it prints errors
+   * @param args the command line
+   * @return the exit code
+   */
+  public static int execute(java.io.PrintWriter out, java.io.PrintWriter err, String... args) {
+    return commandLine().setOut(out).setErr(err).execute(args);
+  }
+
   /** {@return the command line, ready to execute; tests set its out and err streams} */
   static CommandLine commandLine() {
     return new CommandLine(new Main())

@@ -37,7 +37,8 @@ import picocli.CommandLine.Spec;
           + " new cluster needs --bootstrap, which formats the empty directory; every later start"
           + " goes without it and recovers the data. A node whose directory is missing or empty"
           + " is refused: a node that lost its data must not rejoin and vote, or acknowledged"
-          + " leases could be lost and fencing tokens issued again.",
+          + " leases could be lost and fencing tokens issued again. A node added to a running"
+          + " cluster starts once with --join instead (then `leasehold admin add-node`).",
       "Every node needs the same --election-timeout: a node that finds another running with a"
           + " different one refuses to start, and a running node that finds one refuses reads and"
           + " keep-alives until they agree.",
@@ -113,8 +114,10 @@ final class ServerCommand implements Callable<Integer> {
   @Option(
       names = "--join",
       description = {
-        "Reserved: a new node joining a running cluster (its empty directory formatted, the node"
-            + " added by a membership change). Not built yet (issue #16): refused."
+        "The first start of a node that joins a running cluster: formats the empty --data-dir"
+            + " and waits, without a vote, until an operator adds it (`leasehold admin add-node"
+            + " ID=HOST:PORT`); --peers names the running members and this node. Every later start"
+            + " goes without it. See docs/operations.md."
       })
   private boolean join;
 
@@ -293,10 +296,6 @@ final class ServerCommand implements Callable<Integer> {
       throw bad("--bootstrap (the first start of a new cluster) and --join (a node added to a running"
           + " one) exclude each other");
     }
-    if (join) {
-      throw bad("--join (a new node joining a running cluster) is not built yet: it needs membership"
-          + " changes (issue #16). The nodes of the first --peers start once with --bootstrap");
-    }
     TlsConfig tls = tls();
     if (rootIdentity != null && !bootstrap) {
       throw bad("--root-identity needs --bootstrap: access control is set when a cluster is made, and"
@@ -320,7 +319,8 @@ final class ServerCommand implements Callable<Integer> {
       return NodeConfig.of(id, cluster, dataDir)
           .withElectionTimeout(electionTimeout)
           .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
-          .withStartMode(bootstrap ? NodeConfig.StartMode.BOOTSTRAP : NodeConfig.StartMode.RECOVER)
+          .withStartMode(
+              bootstrap ? NodeConfig.StartMode.BOOTSTRAP : join ? NodeConfig.StartMode.JOIN : NodeConfig.StartMode.RECOVER)
           .withTls(tls)
           .withAccess(access)
           .withLimits(

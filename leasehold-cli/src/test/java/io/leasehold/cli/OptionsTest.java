@@ -63,7 +63,6 @@ class OptionsTest {
         "--id n1 --peers n1=a:1 --election-timeout 10ms      | --election-timeout must be between 50ms and 1m; was 10ms",
         "--id n1 --peers n1=a:1 --election-timeout 2m        | --election-timeout must be between 50ms and 1m; was 2m",
         "--id n1 --peers n1=a:1 --snapshot-every 5           | --snapshot-every must be at least 10; was 5",
-        "--id n1 --peers n1=a:1 --join                       | --join (a new node joining a running cluster) is not built yet: it needs membership changes (issue #16). The nodes of the first --peers start once with --bootstrap",
         "--id n1 --peers n1=a:1 --join --bootstrap           | --bootstrap (the first start of a new cluster) and --join (a node added to a running one) exclude each other",
       })
   void aBadServerOptionIsABadUsageThatNamesIt(String options, String message) {

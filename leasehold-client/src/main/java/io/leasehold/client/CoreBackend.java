@@ -34,6 +34,9 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class CoreBackend implements LeaseBackend {
 
+  /** How often a backend asks the cluster for its members (a few bytes each time). */
+  static final Duration MEMBERS_EVERY = Duration.ofSeconds(10);
+
   private final String uri;
   private final CoreClient client;
   private final LeaseRuntime runtime;
@@ -67,6 +70,8 @@ public final class CoreBackend implements LeaseBackend {
       List<io.grpc.ClientInterceptor> interceptors) {
     this.uri = uri;
     this.client = new CoreClient(target.endpoints(), attemptTimeout, interceptors, target.tls());
+    // Nodes added or removed by `leasehold admin` are used and dropped without a restart.
+    client.followMembers(MEMBERS_EVERY);
     this.runtime = runtime;
     this.leases = new OpenLeases(uri);
     this.sessions =

@@ -81,13 +81,29 @@ public final class CoreClient implements AutoCloseable {
    */
   static final Duration PING_INTERVAL = Duration.ofSeconds(10);
 
-  private final List<InetSocketAddress> endpoints;
-  private final ManagedChannel[] channels;
+
+  /**
+   * The nodes calls go to, replaced as a whole when the cluster's membership changes ({@link
+   * #followMembers}); {@link #current} indexes into it.
+   */
+  private volatile Nodes nodes;
   private final Duration attemptTimeout;
   private final AtomicInteger current = new AtomicInteger();
-  private final Map<String, Integer> nodeByEndpoint = new HashMap<>();
-  /** When each node last failed to answer (System.nanoTime()). */
-  private final AtomicLongArray failedAt;
+  private final List<ClientInterceptor> extra;
+  private final ClientTls tls;
+  /** Asks the cluster for its members now and then; null unless {@link #followMembers} was called. */
+  private java.util.concurrent.ScheduledExecutorService membersPoller;
+
+  /**
+   * The nodes, their channels, and when each last failed to answer (System.nanoTime()).
+   *
+   * @param endpoints the nodes' client addresses
+   * @param channels one per endpoint
+   * @param failedAt one per endpoint
+   * @param byEndpoint each endpoint's index, by {@code host:port}
+   */
+  private record Nodes(
+      List<InetSocketAddress> endpoints, ManagedChannel[] channels, AtomicLongArray failedAt, Map<String, Integer> byEndpoint) {}
   private final long clientIdHigh = RANDOM.nextLong();
   private final long clientIdLow = RANDOM.nextLong();
   private final AtomicLong calls = new AtomicLong();
@@ -136,15 +152,30 @@ public final class CoreClient implements AutoCloseable {
     if (endpoints.isEmpty()) {
       throw new IllegalArgumentException("at least one node address is needed");
     }
-    this.endpoints = List.copyOf(endpoints);
     this.attemptTimeout = attemptTimeout;
-    this.channels = new ManagedChannel[endpoints.size()];
-    this.failedAt = new AtomicLongArray(endpoints.size());
+    this.extra = List.copyOf(extra);
+    this.tls = tls;
+    this.nodes = nodes(List.copyOf(endpoints), Map.of());
+    // Connect to the first node now rather than on the first call.
+    nodes.channels()[0].getState(true);
+    this.batcher = new OpBatcher(this, 2 * endpoints.size());
+  }
+
+  /** The nodes at {@code endpoints}, reusing the channels of {@code reuse} (by {@code host:port}). */
+  private Nodes nodes(List<InetSocketAddress> endpoints, Map<String, ManagedChannel> reuse) {
+    ManagedChannel[] channels = new ManagedChannel[endpoints.size()];
+    AtomicLongArray failedAt = new AtomicLongArray(endpoints.size());
+    Map<String, Integer> byEndpoint = new HashMap<>();
     long longAgo = System.nanoTime() - 2 * HINT_QUARANTINE.toNanos();
     for (int i = 0; i < channels.length; i++) {
       InetSocketAddress a = endpoints.get(i);
-      nodeByEndpoint.putIfAbsent(describe(a), i);
+      byEndpoint.putIfAbsent(describe(a), i);
       failedAt.set(i, longAgo);
+      ManagedChannel kept = reuse.get(describe(a));
+      if (kept != null) {
+        channels[i] = kept;
+        continue;
+      }
       NettyChannelBuilder builder = NettyChannelBuilder.forAddress(a.getHostString(), a.getPort());
       // TLS: the shared context checks the node's certificate against the trusted authorities
       // and its host name (gRPC's default), and shows the client's certificate if it has one.
@@ -152,15 +183,112 @@ public final class CoreClient implements AutoCloseable {
       channels[i] =
           builder
               .intercept(extra)
-              .intercept(leaderHints(i))
+              .intercept(leaderHints(describe(a)))
               // Detect a dead connection (a peer gone without a reset) within seconds.
               .keepAliveTime(PING_INTERVAL.toSeconds(), TimeUnit.SECONDS)
               .keepAliveTimeout(5, TimeUnit.SECONDS)
               .build();
     }
-    // Connect to the first node now rather than on the first call.
-    channels[0].getState(true);
-    this.batcher = new OpBatcher(this, 2 * endpoints.size());
+    return new Nodes(List.copyOf(endpoints), channels, failedAt, Map.copyOf(byEndpoint));
+  }
+
+  /**
+   * Follows the cluster's membership: every {@code every}, asks a node for the voting members
+   * ({@code Members}) and from then on sends calls to them, so that nodes added and removed by
+   * {@code leasehold admin} are used and dropped without a restart. A client whose addresses are
+   * none of the members' own (it reaches them through a proxy, a load balancer or port
+   * forwarding) keeps its own: it could not reach the members' addresses anyway.
+   *
+   * @param every how often to ask (1 ms to 1 h)
+   */
+  public synchronized void followMembers(Duration every) {
+    if (every.isNegative() || every.isZero() || every.compareTo(Duration.ofHours(1)) > 0) {
+      throw new IllegalArgumentException("every must be 1 ms to 1 h; was " + every.toMillis() + " ms");
+    }
+    if (membersPoller != null) {
+      return;
+    }
+    membersPoller =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "leasehold-members");
+              t.setDaemon(true);
+              return t;
+            });
+    membersPoller.scheduleWithFixedDelay(this::refreshMembers, every.toMillis(), every.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Asks for the members once and waits for the answer (the poller's thread). */
+  private void refreshMembers() {
+    try {
+      io.leasehold.core.proto.MembersResponse members =
+          this.<io.leasehold.core.proto.MembersResponse>call(
+                  (stub, o) -> stub.members(io.leasehold.core.proto.MembersRequest.getDefaultInstance(), o), attemptTimeout)
+              .get();
+      List<InetSocketAddress> learned = new java.util.ArrayList<>();
+      for (io.leasehold.core.proto.Member m : members.getMembersList()) {
+        int colon = m.getAddress().lastIndexOf(':');
+        if (colon > 0) {
+          learned.add(
+              InetSocketAddress.createUnresolved(m.getAddress().substring(0, colon), Integer.parseInt(m.getAddress().substring(colon + 1))));
+        }
+      }
+      useMembers(learned);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      // No node answered, or an older core without Members: keep the nodes we have.
+      log.debug("could not learn the cluster's members: {}", e.toString());
+    }
+  }
+
+  /**
+   * Sends calls to {@code members} from now on, unless none of them is a node this client uses
+   * now (see {@link #followMembers}). Channels to nodes that are gone are closed once their calls
+   * end; calls that fail on them are retried on the others, as when a node fails.
+   *
+   * @param members the cluster's voting members' client endpoints
+   * @return whether the nodes changed
+   */
+  synchronized boolean useMembers(List<InetSocketAddress> members) {
+    Nodes old = nodes;
+    java.util.Set<String> now = new java.util.LinkedHashSet<>();
+    members.forEach(a -> now.add(describe(a)));
+    if (now.isEmpty() || now.equals(old.byEndpoint().keySet()) || now.stream().noneMatch(old.byEndpoint()::containsKey)) {
+      return false;
+    }
+    Map<String, ManagedChannel> reuse = new HashMap<>();
+    for (Map.Entry<String, Integer> e : old.byEndpoint().entrySet()) {
+      reuse.put(e.getKey(), old.channels()[e.getValue()]);
+    }
+    List<InetSocketAddress> endpoints = new java.util.ArrayList<>();
+    for (InetSocketAddress a : members) {
+      // Keep an endpoint as the client knew it (a resolved address stays resolved).
+      Integer known = old.byEndpoint().get(describe(a));
+      endpoints.add(known != null ? old.endpoints().get(known) : a);
+    }
+    Nodes next = nodes(endpoints, reuse);
+    String using = describe(old.endpoints().get(Math.min(current.get(), old.endpoints().size() - 1)));
+    nodes = next;
+    current.set(next.byEndpoint().getOrDefault(using, 0));
+    for (Map.Entry<String, ManagedChannel> e : reuse.entrySet()) {
+      if (!next.byEndpoint().containsKey(e.getKey())) {
+        e.getValue().shutdown(); // calls in flight finish; new ones go elsewhere
+      }
+    }
+    log.info("the cluster's members changed: calls go to {} (were {})", describe(next.endpoints()), describe(old.endpoints()));
+    return true;
+  }
+
+  /** {@return the nodes calls go to now, in order} */
+  public List<InetSocketAddress> endpoints() {
+    return nodes.endpoints();
+  }
+
+  /** {@return the index into {@code n} of the node calls go to now} */
+  private int currentIn(Nodes n) {
+    int i = current.get();
+    return i < n.channels().length ? i : 0;
   }
 
   /**
@@ -252,10 +380,11 @@ public final class CoreClient implements AutoCloseable {
       Throwable last,
       long deadline,
       boolean bounded) {
-    if (tried >= 2 * channels.length) {
+    Nodes n = nodes;
+    if (tried >= 2 * n.channels().length) {
       result.completeExceptionally(
           new LeaseStoreUnavailableException(
-              "no node of " + describe(endpoints) + " answered: " + describe(last), last));
+              "no node of " + describe(n.endpoints()) + " answered: " + describe(last), last));
       return;
     }
     long timeout = attemptTimeout.toNanos();
@@ -269,9 +398,9 @@ public final class CoreClient implements AutoCloseable {
     }
     // A node cut short by the caller's deadline did not fail: it just had less time than usual.
     boolean cutShort = timeout < attemptTimeout.toNanos();
-    int node = current.get();
+    int node = currentIn(n);
     LeaseholdStub stub =
-        LeaseholdGrpc.newStub(channels[node]).withDeadlineAfter(timeout, TimeUnit.NANOSECONDS);
+        LeaseholdGrpc.newStub(n.channels()[node]).withDeadlineAfter(timeout, TimeUnit.NANOSECONDS);
     rpc.accept(
         stub,
         new StreamObserver<T>() {
@@ -289,9 +418,11 @@ public final class CoreClient implements AutoCloseable {
               result.completeExceptionally(timedOut(tried + 1, t));
             } else if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED || code == Status.Code.UNKNOWN) {
-              log.debug("node {} did not answer ({}); trying the next", describe(endpoints.get(node)), describe(t));
-              failedAt.set(node, System.nanoTime());
-              current.compareAndSet(node, (node + 1) % channels.length);
+              log.debug("node {} did not answer ({}); trying the next", describe(n.endpoints().get(node)), describe(t));
+              n.failedAt().set(node, System.nanoTime());
+              if (nodes == n) {
+                current.compareAndSet(node, (node + 1) % n.channels().length);
+              }
               attempt(rpc, result, tried + 1, t, deadline, bounded);
             } else {
               result.completeExceptionally(refused(t));
@@ -307,13 +438,15 @@ public final class CoreClient implements AutoCloseable {
 
   /** Opens the keep-alive stream on the current node. */
   StreamObserver<KeepAliveRequest> keepAlive(StreamObserver<KeepAliveResponse> responses) {
-    return LeaseholdGrpc.newStub(channels[current.get()]).keepAlive(responses);
+    Nodes n = nodes;
+    return LeaseholdGrpc.newStub(n.channels()[currentIn(n)]).keepAlive(responses);
   }
 
   /** Opens a watch on the current node; cancel it through the returned handle. */
   Runnable watch(WatchRequest request, StreamObserver<WatchResponse> events) {
     CompletableFuture<ClientCallStreamObserver<WatchRequest>> call = new CompletableFuture<>();
-    LeaseholdGrpc.newStub(channels[current.get()])
+    Nodes n = nodes;
+    LeaseholdGrpc.newStub(n.channels()[currentIn(n)])
         .watch(
             request,
             new ClientResponseObserver<WatchRequest, WatchResponse>() {
@@ -342,18 +475,19 @@ public final class CoreClient implements AutoCloseable {
 
   /** {@return the index of the node calls go to now, in the order the endpoints were given} */
   int currentNode() {
-    return current.get();
+    return currentIn(nodes);
   }
 
   /** A node did not answer: try another next time. */
   void failOver() {
-    int node = current.get();
-    failedAt.set(node, System.nanoTime());
-    current.compareAndSet(node, (node + 1) % channels.length);
+    Nodes n = nodes;
+    int node = currentIn(n);
+    n.failedAt().set(node, System.nanoTime());
+    current.compareAndSet(node, (node + 1) % n.channels().length);
   }
 
   /** Reads the leader hint of every response that comes through node {@code node}'s channel. */
-  private ClientInterceptor leaderHints(int node) {
+  private ClientInterceptor leaderHints(String node) {
     return new ClientInterceptor() {
       @Override
       public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
@@ -378,20 +512,27 @@ public final class CoreClient implements AutoCloseable {
     };
   }
 
-  private void followHint(int from, String leaderEndpoint) {
-    Integer to = nodeByEndpoint.get(leaderEndpoint);
-    if (to == null || to == from || System.nanoTime() - failedAt.get(to) < HINT_QUARANTINE.toNanos()) {
+  private void followHint(String fromEndpoint, String leaderEndpoint) {
+    Nodes n = nodes;
+    Integer from = n.byEndpoint().get(fromEndpoint);
+    Integer to = n.byEndpoint().get(leaderEndpoint);
+    if (from == null || to == null || to.equals(from) || System.nanoTime() - n.failedAt().get(to) < HINT_QUARANTINE.toNanos()) {
       return; // not one of our addresses (e.g. behind a proxy), or it failed us recently
     }
     if (current.compareAndSet(from, to)) {
-      log.debug("node {} names {} as the leader; sending calls there", describe(endpoints.get(from)), leaderEndpoint);
+      log.debug("node {} names {} as the leader; sending calls there", fromEndpoint, leaderEndpoint);
     }
   }
 
   /** Closes every channel at once; calls in flight fail. */
   @Override
   public void close() {
-    for (ManagedChannel c : channels) {
+    synchronized (this) {
+      if (membersPoller != null) {
+        membersPoller.shutdownNow();
+      }
+    }
+    for (ManagedChannel c : nodes.channels()) {
       c.shutdownNow();
     }
   }
@@ -399,7 +540,7 @@ public final class CoreClient implements AutoCloseable {
   private LeaseTimeoutException timedOut(int tried, Throwable last) {
     return new LeaseTimeoutException(
         "gave up on the call at the caller's deadline after " + tried + " node(s) of "
-            + describe(endpoints) + " tried: " + describe(last), last);
+            + describe(nodes.endpoints()) + " tried: " + describe(last), last);
   }
 
   static LeaseException refused(Throwable t) {

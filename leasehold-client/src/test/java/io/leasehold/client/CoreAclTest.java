@@ -261,6 +261,14 @@ class CoreAclTest {
         () -> CoreAclTest.<io.leasehold.core.proto.SnapshotChunk>call(
             nobody, (s, o) -> s.saveSnapshot(io.leasehold.core.proto.SaveSnapshotRequest.getDefaultInstance(), o)),
         "right \"admin\"");
+    assertRefused(Status.Code.PERMISSION_DENIED,
+        () -> CoreAclTest.<io.leasehold.core.proto.MembersResponse>call(nobody, (s, o) -> s.addNode(
+            io.leasehold.core.proto.AddNodeRequest.newBuilder().setId("n9").setAddress("127.0.0.1:1").build(), o)),
+        "right \"admin\"", "add a node");
+    assertRefused(Status.Code.PERMISSION_DENIED,
+        () -> CoreAclTest.<io.leasehold.core.proto.MembersResponse>call(nobody, (s, o) -> s.removeNode(
+            io.leasehold.core.proto.RemoveNodeRequest.newBuilder().setId("n1").build(), o)),
+        "right \"admin\"", "remove a node");
     assertThat(watch(nobody, "v/", true, true)).isNotNull().hasMessageContaining("PERMISSION_DENIED");
     // A node's own status needs no right (nodes ask each other for their settings this way).
     assertThat(CoreAclTest.<StatusResponse>call(nobody, (s, o) -> s.status(StatusRequest.newBuilder().setNodeOnly(true).build(), o))

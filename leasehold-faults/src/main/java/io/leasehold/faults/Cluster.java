@@ -45,7 +45,12 @@ final class Cluster implements StoreCluster {
   private final String classPath;
   private final int[] ports = new int[SIZE];
   private final Process[] processes = new Process[SIZE];
+  /** Each slot's Raft id now: {@code n2} until the membership nemesis replaces it by {@code n2g1}, ... */
+  private final String[] raftIds = new String[SIZE];
+  private final int[] generations = new int[SIZE];
   private final List<ProxyLink> raftLinks = new ArrayList<>();
+  /** Node i to node j's client port (election-timeout checks, the add-node check), cut with the Raft links. */
+  private final List<ProxyLink> clientLinks = new ArrayList<>();
   private final CoreClient[] direct = new CoreClient[SIZE];
   private final Clocks clocks;
 
@@ -95,6 +100,7 @@ final class Cluster implements StoreCluster {
       Files.createDirectories(dir);
       for (int j = 0; j < SIZE; j++) {
         ports[j] = freePortPair(j);
+        raftIds[j] = id(j);
       }
       StringBuilder peers = new StringBuilder();
       for (int j = 0; j < SIZE; j++) {
@@ -108,6 +114,8 @@ final class Cluster implements StoreCluster {
           if (i != j) {
             raftLinks.add(ProxyLink.open(id(i) + "->" + id(j),
                 new InetSocketAddress(viewIp(i, j), ports[j] + 1), new InetSocketAddress(bindIp(j), ports[j] + 1)));
+            clientLinks.add(ProxyLink.open(id(i) + "->" + id(j) + ":client",
+                new InetSocketAddress(viewIp(i, j), ports[j]), new InetSocketAddress(bindIp(j), ports[j])));
           }
         }
         Files.writeString(dir.resolve("hosts-" + id(i)), hosts, StandardCharsets.UTF_8);
@@ -124,11 +132,15 @@ final class Cluster implements StoreCluster {
 
   /** Starts node {@code j}; {@code bootstrap} on its first start only, which formats its directory. */
   private void launch(int j, boolean bootstrap) {
-    String peers;
-    try {
-      peers = Files.readString(dir.resolve("peers"));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    launch(j, bootstrap ? "--bootstrap" : null);
+  }
+
+  /** Starts node {@code j} with {@code flag} ({@code --bootstrap}, {@code --join}, or null to recover). */
+  private void launch(int j, String flag) {
+    // Each slot's Raft id now, at the slot's host name (which the hosts files map) and ports.
+    StringBuilder peers = new StringBuilder();
+    for (int k = 0; k < SIZE; k++) {
+      peers.append(k == 0 ? "" : ",").append(raftIds[k]).append('=').append(id(k)).append(':').append(ports[k]);
     }
     List<String> cmd = new ArrayList<>(List.of(
         Children.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
@@ -137,9 +149,9 @@ final class Cluster implements StoreCluster {
     cmd.addAll(clocks.jvmOptions(id(j), Clocks.LEASEHOLD));
     cmd.addAll(List.of(
         "-cp", classPath, "io.leasehold.cli.Main", "server",
-        "--id", id(j), "--peers", peers, "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString()));
-    if (bootstrap) {
-      cmd.add("--bootstrap");
+        "--id", raftIds[j], "--peers", peers.toString(), "--data-dir", dir.resolve(id(j)).toAbsolutePath().toString()));
+    if (flag != null) {
+      cmd.add(flag);
     }
     processes[j] = Children.start(cmd, dir.resolve(id(j) + ".log"));
     log.info("node {} started (pid {}), clients on {}", id(j), processes[j].pid(), clientAddress(j));
@@ -184,6 +196,9 @@ final class Cluster implements StoreCluster {
     for (ProxyLink l : raftLinksOf(j)) {
       l.cut();
     }
+    for (ProxyLink l : linksOf(clientLinks, j)) {
+      l.cut();
+    }
   }
 
   @Override
@@ -191,21 +206,30 @@ final class Cluster implements StoreCluster {
     for (ProxyLink l : raftLinksOf(j)) {
       l.heal();
     }
+    for (ProxyLink l : linksOf(clientLinks, j)) {
+      l.heal();
+    }
   }
 
   @Override
   public void healAll() {
     raftLinks.forEach(ProxyLink::healAll);
+    clientLinks.forEach(ProxyLink::healAll);
   }
 
   private List<ProxyLink> raftLinksOf(int j) {
+    return linksOf(raftLinks, j);
+  }
+
+  /** The links of {@code links} (one per ordered pair, in start order) from or to node {@code j}. */
+  private static List<ProxyLink> linksOf(List<ProxyLink> links, int j) {
     List<ProxyLink> result = new ArrayList<>();
     int k = 0;
     for (int i = 0; i < SIZE; i++) {
       for (int t = 0; t < SIZE; t++) {
         if (i != t) {
           if (i == j || t == j) {
-            result.add(raftLinks.get(k));
+            result.add(links.get(k));
           }
           k++;
         }
@@ -226,7 +250,7 @@ final class Cluster implements StoreCluster {
             .get(1, TimeUnit.SECONDS);
         if (!s.getLeaderId().isEmpty() && s.getCountsKnown()) {
           for (int i = 0; i < SIZE; i++) {
-            if (id(i).equals(s.getLeaderId())) {
+            if (raftIds[i].equals(s.getLeaderId())) {
               return Optional.of(i);
             }
           }
@@ -320,6 +344,121 @@ final class Cluster implements StoreCluster {
       }
     }
     raftLinks.forEach(ProxyLink::close);
+    clientLinks.forEach(ProxyLink::close);
+  }
+
+  /**
+   * The membership nemesis: node {@code j}'s disk dies and an operator replaces it online. It is
+   * killed and its directory wiped; it is removed from the membership while it is down ({@code
+   * admin remove-node --force}: two voters remain); it starts again empty with {@code --join}
+   * under a new id at the same address and is added ({@code admin add-node}). With {@code
+   * killLeader}, the leader is killed right after the add was sent and restarted {@code
+   * downMillis} later; the add that was under way ends one way or the other, and the add is sent
+   * again until it is in force (the command is idempotent).
+   *
+   * @return what happened, for the nemesis log
+   */
+  java.util.Map<String, String> replaceWiped(int j, boolean killLeader, long downMillis) {
+    java.util.Map<String, String> detail = new java.util.LinkedHashMap<>();
+    String old = raftIds[j];
+    Children.kill(processes[j]);
+    processes[j] = null;
+    deleteTree(dir.resolve(id(j)));
+    detail.put("removed", old);
+    admin(detail, "remove", "remove-node", old, "--force");
+    raftIds[j] = id(j) + "g" + (++generations[j]);
+    launch(j, "--join");
+    detail.put("joined", raftIds[j]);
+    awaitAnswer(j);
+    String add = raftIds[j] + "=" + id(j) + ":" + ports[j];
+    if (killLeader) {
+      Optional<Integer> leader = leader();
+      java.util.concurrent.CompletableFuture<String> adding =
+          java.util.concurrent.CompletableFuture.supplyAsync(() -> adminOnce("add-node", add, "--timeout", "20s"));
+      if (leader.isPresent() && leader.get() != j) {
+        int l = leader.get();
+        Children.kill(processes[l]);
+        processes[l] = null;
+        detail.put("killed-leader", raftIds[l]);
+        sleep(downMillis);
+        launch(l, (String) null);
+        detail.put("add-while-killed", adding.join());
+      } else {
+        detail.put("add-while-killed", adding.join());
+      }
+    }
+    admin(detail, "add", "add-node", add);
+    return detail;
+  }
+
+  /** Runs an admin command until it succeeds (at most 3 minutes); records the attempts. */
+  private void admin(java.util.Map<String, String> detail, String key, String... args) {
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    int attempts = 0;
+    String last;
+    do {
+      attempts++;
+      last = adminOnce(args);
+      if (last.equals("0")) {
+        detail.put(key + "-attempts", Integer.toString(attempts));
+        return;
+      }
+      sleep(500);
+    } while (System.nanoTime() - deadline < 0);
+    throw new IllegalStateException("leasehold admin " + String.join(" ", args) + " did not succeed in 3 minutes: " + last);
+  }
+
+  /** {@return "0" when the command succeeded, else its exit code and first error line} */
+  private String adminOnce(String... args) {
+    StringBuilder uri = new StringBuilder("leasehold://");
+    for (int k = 0; k < SIZE; k++) {
+      uri.append(k == 0 ? "" : ",").append(bindIp(k)).append(':').append(ports[k]);
+    }
+    List<String> line = new ArrayList<>(List.of("admin"));
+    line.addAll(List.of(args));
+    line.addAll(List.of("--backend", uri.toString()));
+    java.io.StringWriter out = new java.io.StringWriter();
+    java.io.StringWriter err = new java.io.StringWriter();
+    int code = io.leasehold.cli.Main.execute(new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true),
+        line.toArray(String[]::new));
+    log.info("leasehold {}: exit {} {}{}", String.join(" ", line), code, out.toString().strip(), err.toString().strip());
+    return code == 0 ? "0" : code + ":" + err.toString().strip().lines().findFirst().orElse("").replace(' ', '_');
+  }
+
+  private void awaitAnswer(int j) {
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    while (System.nanoTime() - deadline < 0) {
+      try {
+        direct[j].<StatusResponse>call((st, o) -> st.status(StatusRequest.newBuilder().setNodeOnly(true).build(), o))
+            .get(2, TimeUnit.SECONDS);
+        return;
+      } catch (Exception e) {
+        sleep(200);
+      }
+    }
+    throw new IllegalStateException("node " + raftIds[j] + " did not answer within 3 minutes of its start");
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  private static void deleteTree(Path root) {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
+      for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot wipe " + root, e);
+    }
   }
 
   /** A port P free with P + 1 on the node's own address and on every address others reach it by. */

@@ -29,5 +29,12 @@ enum FaultType {
    */
   OPERATOR_DELETE,
   /** The clock of a client or a node runs fast or slow by up to {@code --clock-skew} for a while. */
-  CLOCK_SKEW
+  CLOCK_SKEW,
+  /**
+   * A core node's disk dies and it is replaced online: it is killed and wiped, removed from the
+   * membership while it is down, and started again empty with {@code --join} under a new id and
+   * added back; half the time the leader is killed in the middle of the add, and the add is run
+   * again until it is in force.
+   */
+  MEMBERSHIP_CHANGE
 }

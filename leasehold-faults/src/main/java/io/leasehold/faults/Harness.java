@@ -335,6 +335,16 @@ final class Harness implements AutoCloseable {
         pause(ttlTimes(3, 5));
         clocks.set(name, 1.0);
       }
+      case MEMBERSHIP_CHANGE -> {
+        // Always the core's nodes: the managed etcd and ZooKeeper clusters have fixed members.
+        int j = random.nextInt(core.size());
+        boolean killLeader = random.nextBoolean();
+        target = core.name(j);
+        start = System.nanoTime();
+        detail.putAll(core.replaceWiped(j, killLeader, ttlTimes(0.5, 1)));
+        healed = System.nanoTime();
+        awaitMember(core, j);
+      }
       default -> throw new IllegalStateException("unknown fault " + type);
     }
     if (healed == 0) {

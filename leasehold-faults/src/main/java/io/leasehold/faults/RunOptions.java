@@ -40,7 +40,8 @@ final class RunOptions {
 
   @Option(names = "--faults", paramLabel = "TYPE[,TYPE...]", split = ",",
       description = "The fault types to inject (default: all): kill-node, pause-node, pause-leader-long,"
-          + " partition-node, isolate-node, pause-holder, partition-client, kill-client, operator-delete, clock-skew.")
+          + " partition-node, isolate-node, pause-holder, partition-client, kill-client, operator-delete, clock-skew,"
+          + " membership-change.")
   Set<String> faults;
 
   @Option(names = "--session-per-lease",
@@ -110,7 +111,7 @@ final class RunOptions {
         } catch (IllegalArgumentException e) {
           throw bad(spec, "--faults: '" + f + "' is not a fault type; the types are kill-node, pause-node,"
               + " pause-leader-long, partition-node, isolate-node, pause-holder, partition-client, kill-client,"
-              + " operator-delete, clock-skew");
+              + " operator-delete, clock-skew, membership-change");
         }
       }
     }

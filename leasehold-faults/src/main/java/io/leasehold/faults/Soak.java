@@ -30,11 +30,13 @@ import picocli.CommandLine.Spec;
 final class Soak implements Callable<Integer> {
 
   /** Column names of the fault types, in {@link FaultType} order. */
-  private static final Map<FaultType, String> SHORT = new EnumMap<>(Map.of(
-      FaultType.KILL_NODE, "KN", FaultType.PAUSE_NODE, "PN", FaultType.PAUSE_LEADER_LONG, "PL",
-      FaultType.PARTITION_NODE, "PT", FaultType.ISOLATE_NODE, "IS", FaultType.PAUSE_HOLDER, "PH",
-      FaultType.PARTITION_CLIENT, "PC", FaultType.KILL_CLIENT, "KC", FaultType.OPERATOR_DELETE, "OD",
-      FaultType.CLOCK_SKEW, "CS"));
+  private static final Map<FaultType, String> SHORT = new EnumMap<>(Map.ofEntries(
+      Map.entry(FaultType.KILL_NODE, "KN"), Map.entry(FaultType.PAUSE_NODE, "PN"),
+      Map.entry(FaultType.PAUSE_LEADER_LONG, "PL"), Map.entry(FaultType.PARTITION_NODE, "PT"),
+      Map.entry(FaultType.ISOLATE_NODE, "IS"), Map.entry(FaultType.PAUSE_HOLDER, "PH"),
+      Map.entry(FaultType.PARTITION_CLIENT, "PC"), Map.entry(FaultType.KILL_CLIENT, "KC"),
+      Map.entry(FaultType.OPERATOR_DELETE, "OD"), Map.entry(FaultType.CLOCK_SKEW, "CS"),
+      Map.entry(FaultType.MEMBERSHIP_CHANGE, "MC")));
 
   private static final String[] KINDS = {"overlap", "token", "stale", "lost", "early", "incompl", "bounds"};
 

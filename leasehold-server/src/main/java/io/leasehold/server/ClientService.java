@@ -688,4 +688,47 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   private static void invalid(StreamObserver<?> out, String message) {
     out.onError(Status.INVALID_ARGUMENT.withDescription(message).asException());
   }
+
+  // ---- membership changes (MembershipRpcs does the work) ----
+
+  private volatile MembershipRpcs membership;
+
+  /** Serves the membership RPCs through {@code changes}; until called they are unimplemented. */
+  void serveMembership(MembershipChanges changes) {
+    this.membership = new MembershipRpcs(changes);
+  }
+
+  @Override
+  public void addNode(io.leasehold.core.proto.AddNodeRequest request, StreamObserver<io.leasehold.core.proto.MembersResponse> out) {
+    if (refused(access.admin(ClientIdentity.current(), "add a node"), out)) {
+      return;
+    }
+    if (membership == null) {
+      super.addNode(request, out);
+    } else {
+      membership.addNode(request, out);
+    }
+  }
+
+  @Override
+  public void removeNode(
+      io.leasehold.core.proto.RemoveNodeRequest request, StreamObserver<io.leasehold.core.proto.MembersResponse> out) {
+    if (refused(access.admin(ClientIdentity.current(), "remove a node"), out)) {
+      return;
+    }
+    if (membership == null) {
+      super.removeNode(request, out);
+    } else {
+      membership.removeNode(request, out);
+    }
+  }
+
+  @Override
+  public void members(io.leasehold.core.proto.MembersRequest request, StreamObserver<io.leasehold.core.proto.MembersResponse> out) {
+    if (membership == null) {
+      super.members(request, out);
+    } else {
+      membership.members(request, out);
+    }
+  }
 }

@@ -106,6 +106,7 @@ public final class CoreNode implements AutoCloseable {
   private RaftClient raftClient;
   private RaftGateway gateway;
   private LeadershipTransfer leadership;
+  private MembershipChanges membership;
   private Server grpcServer;
 
   private CoreNode(NodeConfig config, PeerSettings peerSettings, NodeTls tls) {
@@ -216,11 +217,14 @@ public final class CoreNode implements AutoCloseable {
         tls == null
             ? new org.apache.ratis.conf.Parameters()
             : tls.ratisParameters(config.peers().stream().map(Peer::host).collect(java.util.stream.Collectors.toSet()));
+    boolean join = config.startMode() == NodeConfig.StartMode.JOIN;
     raftServer =
         RaftServer.newBuilder()
             .setParameters(parameters)
             .setServerId(RaftPeerId.valueOf(self.id()))
-            .setGroup(group)
+            // A joining node starts with an empty membership: Ratis keeps it "initializing" (no
+            // election timer, no vote) until a leader that added it sends it entries.
+            .setGroup(join ? RaftGroup.valueOf(GROUP_ID, List.of()) : group)
             .setProperties(properties)
             .setStateMachine(stateMachine)
             // DataDir decided: FORMAT only a new node's empty directory. RECOVER on a storage that
@@ -238,10 +242,24 @@ public final class CoreNode implements AutoCloseable {
             .setRetryPolicy(RaftGateway.forwardRetryPolicy())
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
-    leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient);
+    membership =
+        new MembershipChanges(config, raftServer, GROUP_ID, parameters, tls == null ? null : tls.channelCredentials());
+    leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members);
     String root = rootIdentityToWrite(format);
     AccessControl access = new AccessControl(stateMachine.state(), root != null);
     LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
+    ClientService clientService =
+        new ClientService(
+            gateway,
+            new LeaderRefusals(gateway::leadsHere, stateMachine.state()),
+            watches,
+            this::nodeStatus,
+            counters,
+            leadership,
+            access,
+            config.access().maxSessionsPerIdentity(),
+            limits);
+    clientService.serveMembership(membership);
     grpcServer =
         (tls == null
                 ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -255,16 +273,7 @@ public final class CoreNode implements AutoCloseable {
             .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
-                    new ClientService(
-                        gateway,
-                        new LeaderRefusals(gateway::leadsHere, stateMachine.state()),
-                        watches,
-                        this::nodeStatus,
-                        counters,
-                        leadership,
-                        access,
-                        config.access().maxSessionsPerIdentity(),
-                        limits), new LeaderHint(this::leaderElsewhere), limits.interceptor(), ClientIdentity.interceptor()))
+                    clientService, new LeaderHint(this::leaderElsewhere), limits.interceptor(), ClientIdentity.interceptor()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.
@@ -276,7 +285,9 @@ public final class CoreNode implements AutoCloseable {
     }
     log.info(
         "node {} serving clients on {} (raft port {}), data in {} ({}; {})",
-        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(), format ? "formatted: a new node" : "recovered",
+        self.id(), self.clientEndpoint(), self.raftPort(), config.dataDir(),
+        join ? "formatted: a joining node, no member until `leasehold admin add-node " + self + "`"
+            : format ? "formatted: a new node" : "recovered",
         tls == null ? "plaintext" : "TLS, client certificates " + config.tls().clientAuth().name().toLowerCase(java.util.Locale.ROOT));
   }
 
@@ -454,7 +465,7 @@ public final class CoreNode implements AutoCloseable {
         return Optional.empty();
       }
       String id = leader.toString();
-      return config.peers().stream().filter(p -> p.id().equals(id)).map(Peer::clientEndpoint).findFirst();
+      return members().stream().filter(p -> p.id().equals(id)).map(Peer::clientEndpoint).findFirst();
     } catch (IOException e) {
       return Optional.empty();
     }
@@ -505,7 +516,7 @@ public final class CoreNode implements AutoCloseable {
         known.put(c.getServer().getId().toStringUtf8(), c.getCommitIndex());
         commit = Math.max(commit, c.getCommitIndex());
       }
-      for (Peer p : config.peers()) {
+      for (Peer p : members()) {
         peers.add(new NodeSnapshot.PeerCommit(p.id(), known.getOrDefault(p.id(), -1L)));
       }
     } catch (IOException | RuntimeException e) {
@@ -552,6 +563,17 @@ public final class CoreNode implements AutoCloseable {
               kv.getValue().toStringUtf8(), kv.getCreateRevision(), put ? "" : e.getCause()));
     }
     return recent;
+  }
+
+  /**
+   * {@return the cluster's voting members as this node's Raft division knows them now (they
+   * change with {@code admin add-node} and {@code remove-node}); {@code --peers} while it knows
+   * none (a joining node before it is added)}
+   */
+  public List<Peer> members() {
+    MembershipChanges m = membership;
+    List<Peer> now = m == null ? List.of() : m.members();
+    return now.isEmpty() ? config.peers() : now;
   }
 
   /** {@return this node's configuration} */
@@ -647,6 +669,7 @@ public final class CoreNode implements AutoCloseable {
       grpcServer.shutdownNow();
     }
     closeQuietly(leadership);
+    closeQuietly(membership);
     closeQuietly(gateway);
     closeQuietly(raftClient);
     closeQuietly(raftServer);

@@ -51,18 +51,16 @@ final class DataDir {
       throw new StartRefusedException(node + "--data-dir " + dir + " is not a directory");
     }
     StartMode mode = config.startMode();
-    if (mode == StartMode.JOIN) {
-      throw new StartRefusedException(
-          node + "joining a running cluster (--join) is not built yet: it needs membership changes"
-              + " (issue #16). Every node of the first --peers starts once with --bootstrap");
-    }
-    if (mode == StartMode.BOOTSTRAP) {
+    if (mode == StartMode.BOOTSTRAP || mode == StartMode.JOIN) {
+      // A joining node formats too: it has no vote until the cluster adds it, and then it is
+      // sent the whole state before it counts (MembershipChanges).
+      String flag = mode == StartMode.JOIN ? "--join" : "--bootstrap";
       Optional<Path> something = firstEntry(dir);
       if (something.isPresent()) {
         throw new StartRefusedException(
-            node + "--bootstrap formats a new node, but --data-dir " + dir + " is not empty (it holds "
+            node + flag + " formats a new node, but --data-dir " + dir + " is not empty (it holds "
                 + something.get().getFileName() + "); a node with data recovers it when started"
-                + " without --bootstrap, and a directory with data is never wiped");
+                + " without " + flag + ", and a directory with data is never wiped");
       }
       return true;
     }

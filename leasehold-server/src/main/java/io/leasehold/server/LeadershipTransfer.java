@@ -63,9 +63,17 @@ final class LeadershipTransfer implements AutoCloseable {
   private final RaftClient client;
   /** Ratis's admin call blocks; moves are rare, so one thread runs them one at a time. */
   private final ExecutorService mover;
+  /** The voting members now (they change with membership changes). */
+  private final java.util.function.Supplier<java.util.List<Peer>> members;
 
-  LeadershipTransfer(NodeConfig config, RaftServer server, RaftGroupId group, RaftClient client) {
+  LeadershipTransfer(
+      NodeConfig config,
+      RaftServer server,
+      RaftGroupId group,
+      RaftClient client,
+      java.util.function.Supplier<java.util.List<Peer>> members) {
     this.config = config;
+    this.members = members;
     this.server = server;
     this.group = group;
     this.client = client;
@@ -94,11 +102,12 @@ final class LeadershipTransfer implements AutoCloseable {
           new IllegalArgumentException(
               "timeout must be 1 ms to " + MAX_TIMEOUT.toMillis() + " ms; was " + timeout.toMillis() + " ms"));
     }
-    if (to.isPresent() && config.peers().stream().noneMatch(p -> p.id().equals(to.get()))) {
+    java.util.List<Peer> now = members.get();
+    if (to.isPresent() && now.stream().noneMatch(p -> p.id().equals(to.get()))) {
       return CompletableFuture.failedFuture(
           new IllegalArgumentException(
               "to must be one of the cluster's nodes ("
-                  + String.join(", ", config.peers().stream().map(Peer::id).toList())
+                  + String.join(", ", now.stream().map(Peer::id).toList())
                   + "); was '" + to.get() + "'"));
     }
     long deadline = System.nanoTime() + timeout.toNanos();

@@ -94,15 +94,17 @@ class StorageStartTest {
   }
 
   @Test
-  void joiningIsReservedAndRefused() {
+  void joiningFormatsOnlyAnEmptyDirectory() throws IOException {
     Peer self = new Peer("n1", "127.0.0.1", LocalCluster.freePortPair());
-    NodeConfig join =
-        NodeConfig.of("n1", List.of(self), root.resolve("n1")).withStartMode(NodeConfig.StartMode.JOIN);
+    Path data = Files.createDirectories(root.resolve("n1"));
+    Files.writeString(data.resolve("keep"), "data");
+    NodeConfig join = NodeConfig.of("n1", List.of(self), data).withStartMode(NodeConfig.StartMode.JOIN);
 
     assertThatThrownBy(() -> CoreNode.start(join))
         .isInstanceOf(StartRefusedException.class)
-        .hasMessageStartingWith("node n1 refuses to start: joining a running cluster (--join) is not built yet");
-    assertThat(root.resolve("n1")).doesNotExist();
+        .hasMessageStartingWith("node n1 refuses to start: --join formats a new node, but --data-dir " + data
+            + " is not empty (it holds keep)");
+    assertThat(listTree(data)).containsExactly(data + "/", data.resolve("keep") + " 4");
   }
 
   private static void deleteContents(Path dir) throws IOException {
