@@ -282,28 +282,46 @@ final class Harness implements AutoCloseable {
         detail.put("restarted", s.current.id);
       }
       case OPERATOR_DELETE -> {
-        waitFor("a holder to revoke", Duration.ofSeconds(30), () -> slots.stream().anyMatch(s -> !s.current.holding.isEmpty()));
-        List<Slot> holders = slots.stream().filter(s -> !s.current.holding.isEmpty()).toList();
-        Slot s = holders.get(random.nextInt(holders.size()));
-        List<String> held = new ArrayList<>(s.current.holding);
-        String lease = held.isEmpty() ? leaseNames(options.leases()).get(0) : held.get(random.nextInt(held.size()));
-        // Half the time the holder is cut off first: its watch is silent, so only the store can
-        // keep the name from a second holder until the old one has stopped.
-        boolean silent = random.nextBoolean();
-        target = lease;
-        detail.put("holder", s.current.id);
-        detail.put("silent", silent ? "yes" : "no");
-        start = System.nanoTime();
-        if (silent) {
-          s.links().forEach(ProxyLink::cut);
-        }
+        // A delete that finds nothing (the lease changed hands, or its holder released it, between
+        // the pick and the delete) tests nothing: pick again, a few times.
+        Slot s;
+        String lease;
+        boolean silent;
         boolean deleted;
-        try {
-          deleted = store.deleteLease(lease);
-        } catch (RuntimeException e) {
-          log.warn("operator delete of {} failed: {}", lease, e.toString());
-          deleted = false;
-          detail.put("error", e.getClass().getSimpleName());
+        int attempts = 0;
+        do {
+          attempts++;
+          waitFor("a holder to revoke", Duration.ofSeconds(30), () -> slots.stream().anyMatch(h -> !h.current.holding.isEmpty()));
+          List<Slot> holders = slots.stream().filter(h -> !h.current.holding.isEmpty()).toList();
+          s = holders.get(random.nextInt(holders.size()));
+          List<String> held = new ArrayList<>(s.current.holding);
+          lease = held.isEmpty() ? leaseNames(options.leases()).get(0) : held.get(random.nextInt(held.size()));
+          // Half the time the holder is cut off first: its watch is silent, so only the store can
+          // keep the name from a second holder until the old one has stopped.
+          silent = random.nextBoolean();
+          target = lease;
+          detail.put("holder", s.current.id);
+          detail.put("silent", silent ? "yes" : "no");
+          start = System.nanoTime();
+          if (silent) {
+            s.links().forEach(ProxyLink::cut);
+          }
+          try {
+            deleted = store.deleteLease(lease);
+          } catch (RuntimeException e) {
+            log.warn("operator delete of {} failed: {}", lease, e.toString());
+            deleted = false;
+            detail.put("error", e.getClass().getSimpleName());
+          }
+          if (!deleted && attempts < 5) {
+            if (silent) {
+              s.links().forEach(ProxyLink::heal);
+            }
+            pause(200);
+          }
+        } while (!deleted && attempts < 5);
+        if (attempts > 1) {
+          detail.put("attempts", Integer.toString(attempts));
         }
         detail.put("deleted", deleted ? "yes" : "no");
         pause(ttlTimes(0.5, 1));
