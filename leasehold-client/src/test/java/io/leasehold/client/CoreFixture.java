@@ -34,10 +34,18 @@ final class CoreFixture implements ContractFixture {
   private static final int WARM_UP_ROUNDS = 5;
 
   private final LocalCluster cluster;
+  /** The contenders' TLS (mutual, with a client certificate); null for plaintext. */
+  private final ClientTls tls;
   private final List<CoreContender> contenders = new ArrayList<>();
 
   CoreFixture(LocalCluster cluster) {
+    this(cluster, null);
+  }
+
+  /** Contenders that speak TLS to a cluster that requires it; {@code tls} null for plaintext. */
+  CoreFixture(LocalCluster cluster, ClientTls tls) {
     this.cluster = cluster;
+    this.tls = tls;
   }
 
   /** A 3-node cluster under {@code target/}, with fast elections for tests. */
@@ -58,9 +66,14 @@ final class CoreFixture implements ContractFixture {
    * them should meet that start-up instead of the store it tests.
    */
   static void awaitServing(LocalCluster cluster) {
+    awaitServing(cluster, null);
+  }
+
+  /** {@link #awaitServing(LocalCluster)} for a cluster reached with {@code tls} (null: plaintext). */
+  static void awaitServing(LocalCluster cluster, ClientTls tls) {
     AtomicInteger attempt = new AtomicInteger();
     AtomicInteger inARow = new AtomicInteger();
-    try (CoreContender process = new CoreContender(cluster.peers())) {
+    try (CoreContender process = new CoreContender(cluster.peers(), tls)) {
       LeaseBackend backend = process.connected().backend();
       await("the new core grants " + WARM_UP_ROUNDS + " leases in a row within its operation timeout")
           .atMost(Duration.ofSeconds(90))
@@ -81,7 +94,7 @@ final class CoreFixture implements ContractFixture {
 
   @Override
   public Contender newContender() {
-    CoreContender c = new CoreContender(cluster.peers());
+    CoreContender c = new CoreContender(cluster.peers(), tls);
     contenders.add(c);
     return c.connected();
   }
@@ -98,7 +111,7 @@ final class CoreFixture implements ContractFixture {
 
   @Override
   public void revokeInStore(String leaseName) {
-    try (CoreClient admin = new CoreClient(endpoints(cluster.peers()), Duration.ofSeconds(2))) {
+    try (CoreClient admin = new CoreClient(endpoints(cluster.peers()), Duration.ofSeconds(2), tls)) {
       DeleteRequest delete =
           DeleteRequest.newBuilder().setCall(admin.newCall()).setKey(LeaseWatch.LEASE_PREFIX + leaseName).build();
       admin.<DeleteResponse>call((stub, out) -> stub.delete(delete, out)).get(10, TimeUnit.SECONDS);
@@ -131,10 +144,18 @@ final class CoreFixture implements ContractFixture {
     private final CoreBackend backend;
 
     CoreContender(List<Peer> peers) {
+      this(peers, null);
+    }
+
+    /** @param tls TLS through the proxies (they relay bytes); null for plaintext */
+    CoreContender(List<Peer> peers, ClientTls tls) {
       super("core-contender", peers.stream().map(p -> new InetSocketAddress(p.host(), p.clientPort())).toList());
       List<InetSocketAddress> via =
           proxies().stream().map(p -> InetSocketAddress.createUnresolved(p.address().getHostString(), p.port())).toList();
-      backend = new CoreBackend("leasehold://(proxied)", via, TTL.dividedBy(5), runtime());
+      backend =
+          new CoreBackend(
+              tls == null ? "leasehold://(proxied)" : "leaseholds://(proxied)",
+              new CoreTarget(via, tls), TTL.dividedBy(5), runtime(), List.of());
     }
 
     /**
