@@ -5,6 +5,7 @@ import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseEvent;
 import io.leasehold.LeaseHolding;
 import io.leasehold.Scheduler;
+import io.leasehold.core.proto.DeleteCauses;
 import io.leasehold.core.proto.Event;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
@@ -148,12 +149,12 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
       LeaseEvent.Type type =
           switch (cause) {
             // The holder's own doing: a release, a new tenure of its own, or closing its session.
-            case "released", "replaced by a new tenure of the same holder", "session closed by its holder" ->
+            case DeleteCauses.RELEASED, DeleteCauses.REPLACED, DeleteCauses.SESSION_CLOSED ->
                 LeaseEvent.Type.RELEASED;
-            case "session expired" -> LeaseEvent.Type.EXPIRED;
+            case DeleteCauses.SESSION_EXPIRED -> LeaseEvent.Type.EXPIRED;
             default -> LeaseEvent.Type.REVOKED; // an operator's delete, a revoked session
           };
-      String detail = cause.isEmpty() || cause.equals("released") ? "" : "core: " + cause;
+      String detail = cause.isEmpty() || cause.equals(DeleteCauses.RELEASED) ? "" : "core: " + cause;
       observation.emit(new LeaseEvent(type, observation.name(), Optional.of(holding(kv)), detail));
     }
   }

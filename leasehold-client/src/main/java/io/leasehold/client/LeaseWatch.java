@@ -4,6 +4,7 @@ import io.grpc.stub.StreamObserver;
 import io.leasehold.HolderId;
 import io.leasehold.LeaseLost;
 import io.leasehold.Scheduler;
+import io.leasehold.core.proto.DeleteCauses;
 import io.leasehold.core.proto.Event;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
@@ -166,10 +167,10 @@ final class LeaseWatch implements AutoCloseable {
         continue;
       }
       String cause = e.getCause();
-      if (cause.equals("released") || cause.equals("session closed by its holder")) {
+      if (cause.equals(DeleteCauses.RELEASED) || cause.equals(DeleteCauses.SESSION_CLOSED)) {
         continue; // the holder's own release, or its own session closing
       }
-      LeaseLost.Kind kind = cause.equals("session expired") ? LeaseLost.Kind.EXPIRED : LeaseLost.Kind.REVOKED;
+      LeaseLost.Kind kind = cause.equals(DeleteCauses.SESSION_EXPIRED) ? LeaseLost.Kind.EXPIRED : LeaseLost.Kind.REVOKED;
       String detail =
           cause.isEmpty() ? "the lease's key was deleted in the core (revoked by an operator)" : "core: " + cause;
       losses.lost(holder, kv.getKey().substring(LEASE_PREFIX.length()), kv.getCreateRevision(), new LeaseLost(kind, detail));

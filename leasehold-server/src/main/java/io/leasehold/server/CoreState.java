@@ -14,6 +14,7 @@ import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.CompareAndSetRequest;
 import io.leasehold.core.proto.CompareAndSetResponse;
+import io.leasehold.core.proto.DeleteCauses;
 import io.leasehold.core.proto.DeleteRequest;
 import io.leasehold.core.proto.DeleteResponse;
 import io.leasehold.core.proto.Event;
@@ -105,13 +106,13 @@ public final class CoreState {
   static final String RESERVED_PREFIX = "/_leasehold/";
 
   /** The cause of a lease key's delete by its holder's own release. */
-  static final String RELEASED = "released";
+  static final String RELEASED = DeleteCauses.RELEASED;
 
   /**
    * The cause of the deletes when a session's own client closes it (holder_closing): the holder
    * gave up every key of the session, so watchers are told a release, not a revocation.
    */
-  static final String SESSION_CLOSED = "session closed by its holder";
+  static final String SESSION_CLOSED = DeleteCauses.SESSION_CLOSED;
 
   /**
    * Keys attached to a named lease's tenure: {@code /_leasehold/attached/<lease name>/<key>}, the
@@ -337,7 +338,7 @@ public final class CoreState {
           // Decided by a leader that has since been deposed; its successor re-armed the session.
           return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
         }
-        return endSession(command.getExpire().getSessionId(), "session expired", events);
+        return endSession(command.getExpire().getSessionId(), DeleteCauses.SESSION_EXPIRED, events);
       case PUT:
         return put(command.getPut(), command.getIdentity(), events);
       case DELETE:
@@ -493,7 +494,7 @@ public final class CoreState {
     }
     if (!session.keys.isEmpty()) {
       revision++;
-      boolean expired = cause.equals("session expired");
+      boolean expired = cause.equals(DeleteCauses.SESSION_EXPIRED);
       for (String key : session.keys) {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
@@ -678,7 +679,7 @@ public final class CoreState {
     if (current != null) {
       // The replaced tenure's keys go with it, at the revision of the new tenure's write.
       revision++;
-      dropAttached(key, "replaced by a new tenure of the same holder", events);
+      dropAttached(key, DeleteCauses.REPLACED, events);
       revision--;
     }
     KeyValue kv =
@@ -689,7 +690,7 @@ public final class CoreState {
             acquire.getRequestId(),
             events);
     if (current != null) {
-      events.add(replacedAt, deleted(current, "replaced by a new tenure of the same holder"));
+      events.add(replacedAt, deleted(current, DeleteCauses.REPLACED));
     }
     response.setAcquired(true).setToken(kv.getCreateRevision());
     return new Applied(ok(response.build().toByteString()), events, NONE);
