@@ -215,7 +215,10 @@ public final class CoreClient implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    membersPoller.scheduleWithFixedDelay(this::refreshMembers, every.toMillis(), every.toMillis(), TimeUnit.MILLISECONDS);
+    // The first ask at once: a client given one address must learn the others before that node
+    // can fail, or it is left with no node to fail over to (found by MembershipChangeTest: the
+    // lease's backend, given only n1, had not asked yet when n1 died, and its release hung).
+    membersPoller.scheduleWithFixedDelay(this::refreshMembers, 0, every.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   /** Asks for the members once and waits for the answer (the poller's thread). */
