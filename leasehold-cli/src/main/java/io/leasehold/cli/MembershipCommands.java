@@ -2,6 +2,7 @@ package io.leasehold.cli;
 
 import io.grpc.Status;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
 import io.leasehold.client.CoreClient;
 import io.leasehold.core.proto.AddNodeRequest;
 import io.leasehold.core.proto.Member;
@@ -80,7 +81,7 @@ final class MembershipCommands {
       }
     }
 
-    /** When the command gives up waiting for a node that answers (System.nanoTime()). */
+    /** When the call in progress gives up waiting for a node that answers (System.nanoTime()). */
     private long deadline;
 
     /**
@@ -89,9 +90,7 @@ final class MembershipCommands {
      * was interrupted — it asks again until --timeout has passed: every call here is idempotent.
      */
     <T> T send(Function<CoreClient, CompletableFuture<T>> call, String nothingDone) throws InterruptedException {
-      if (deadline == 0) {
-        deadline = System.nanoTime() + timeout.toNanos();
-      }
+      deadline = System.nanoTime() + timeout.toNanos(); // --timeout is per change (per call)
       while (true) {
         try {
           return call.apply(client).get();
@@ -109,7 +108,7 @@ final class MembershipCommands {
     private RuntimeException failure(Throwable cause, String nothingDone) {
       {
         Status status = Status.fromThrowable(cause);
-        if (cause instanceof LeaseStoreUnavailableException) {
+        if (cause instanceof LeaseStoreUnavailableException || cause instanceof LeaseTimeoutException) {
           return new Failed("no node of " + uri + " answered within --timeout " + Durations.format(timeout) + "; "
               + nothingDone + ". Is the cluster running? (" + cause.getMessage() + ")");
         }
@@ -120,9 +119,18 @@ final class MembershipCommands {
       }
     }
 
+    /**
+     * How long the call now sent may take: what is left of --timeout, and 5 s more (the node waits
+     * up to --timeout for a change, the client a little longer). Every call is bounded by it, so a
+     * call that tries node after node (each up to the attempt timeout) cannot outlast the command.
+     */
+    Duration within() {
+      return Duration.ofNanos(Math.max(0, deadline - System.nanoTime())).plusSeconds(5);
+    }
+
     MembersResponse members() throws InterruptedException {
       return send(
-          c -> c.<MembersResponse>call((stub, o) -> stub.members(MembersRequest.getDefaultInstance(), o)),
+          c -> c.<MembersResponse>call((stub, o) -> stub.members(MembersRequest.getDefaultInstance(), o), within()),
           "nothing was read");
     }
 
@@ -133,13 +141,13 @@ final class MembershipCommands {
               .setAddress(peer.clientEndpoint())
               .setTimeoutMs((int) timeout.toMillis())
               .build();
-      return send(c -> c.<MembersResponse>call((stub, o) -> stub.addNode(request, o)), "nothing changed");
+      return send(c -> c.<MembersResponse>call((stub, o) -> stub.addNode(request, o), within()), "nothing changed");
     }
 
     MembersResponse remove(String id, boolean force) throws InterruptedException {
       RemoveNodeRequest request =
           RemoveNodeRequest.newBuilder().setId(id).setForce(force).setTimeoutMs((int) timeout.toMillis()).build();
-      return send(c -> c.<MembersResponse>call((stub, o) -> stub.removeNode(request, o)), "nothing changed");
+      return send(c -> c.<MembersResponse>call((stub, o) -> stub.removeNode(request, o), within()), "nothing changed");
     }
 
     Peer parsePeer(String label, String spec) {
