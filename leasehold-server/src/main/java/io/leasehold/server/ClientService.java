@@ -428,12 +428,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
                 out.onCompleted();
                 return;
               }
-              Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-              Status status =
-                  cause instanceof IllegalArgumentException
-                      ? Status.INVALID_ARGUMENT
-                      : cause instanceof LeadershipTransfer.NotNowException ? Status.FAILED_PRECONDITION : Status.ABORTED;
-              out.onError(status.withDescription(cause.getMessage()).withCause(cause).asException());
+              out.onError(changeFailed(error));
             });
   }
 
@@ -687,6 +682,21 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   private static void invalid(StreamObserver<?> out, String message) {
     out.onError(Status.INVALID_ARGUMENT.withDescription(message).asException());
+  }
+
+  /**
+   * {@return how an operator's change (a leadership move, a membership change) that failed is
+   * answered}: a bad request {@code INVALID_ARGUMENT}, one the cluster cannot make now ({@link
+   * NotNowException}) {@code FAILED_PRECONDITION}, anything else {@code ABORTED}; the message is
+   * the failure's own.
+   */
+  static io.grpc.StatusException changeFailed(Throwable error) {
+    Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    Status status =
+        cause instanceof IllegalArgumentException
+            ? Status.INVALID_ARGUMENT
+            : cause instanceof NotNowException ? Status.FAILED_PRECONDITION : Status.ABORTED;
+    return status.withDescription(cause.getMessage()).withCause(cause).asException();
   }
 
   // ---- membership changes (MembershipRpcs does the work) ----

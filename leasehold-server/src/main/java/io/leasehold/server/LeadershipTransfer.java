@@ -48,15 +48,6 @@ final class LeadershipTransfer implements AutoCloseable {
   /** The leader before a move and the node that leads after it. */
   record Moved(String previousLeader, String leader) {}
 
-  /** The move cannot start in the cluster's present state (no leader; not asked of the leader). */
-  static final class NotNowException extends IllegalStateException {
-    private static final long serialVersionUID = 1L;
-
-    NotNowException(String message) {
-      super(message);
-    }
-  }
-
   private final NodeConfig config;
   private final RaftServer server;
   private final RaftGroupId group;

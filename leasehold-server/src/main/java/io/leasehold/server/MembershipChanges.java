@@ -77,15 +77,6 @@ final class MembershipChanges implements AutoCloseable {
   /** The members after a change, who leads, and whether the change changed anything. */
   record Result(List<Peer> members, String leader, boolean changed) {}
 
-  /** The change cannot be made in the cluster's present state; nothing was changed. */
-  static final class NotNowException extends IllegalStateException {
-    private static final long serialVersionUID = 1L;
-
-    NotNowException(String message) {
-      super(message);
-    }
-  }
-
   private final NodeConfig config;
   private final RaftServer server;
   private final RaftGroupId group;

@@ -10,7 +10,6 @@ import io.leasehold.core.proto.RemoveNodeRequest;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 /**
  * The membership RPCs of the client protocol ({@code AddNode}, {@code RemoveNode}, {@code
@@ -92,12 +91,7 @@ final class MembershipRpcs {
             out.onCompleted();
             return;
           }
-          Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-          Status status =
-              cause instanceof IllegalArgumentException
-                  ? Status.INVALID_ARGUMENT
-                  : cause instanceof MembershipChanges.NotNowException ? Status.FAILED_PRECONDITION : Status.ABORTED;
-          out.onError(status.withDescription(cause.getMessage()).withCause(cause).asException());
+          out.onError(ClientService.changeFailed(error));
         });
   }
 
