@@ -47,7 +47,6 @@ class RollingRestartTest {
     assertThat(r.value("stall_count")).isPositive();
     for (String id : List.of("m0", "m1", "m2")) {
       assertThat(r.get(id + "_restart_ms")).get().matches(Figure::measured);
-      assertThat(r.value(id + "_restart_ms")).isGreaterThanOrEqualTo(r.value(id + "_stop_ms"));
     }
     assertThat(r.get("restart_max_ms")).get().matches(Figure::measured);
     assertThat(r.safetyViolated()).isFalse();

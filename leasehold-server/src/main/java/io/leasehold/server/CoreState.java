@@ -179,8 +179,6 @@ public final class CoreState {
   private volatile AclTable acl = AclTable.OFF;
   /** Live sessions per granting identity (stored form), for --max-sessions-per-identity. */
   private final Map<String, Integer> sessionsPerIdentity = new HashMap<>();
-  /** Sessions granted by a non-anonymous identity: while none are, snapshots stay format 2. */
-  private long identifiedSessions;
 
   /** A change to apply, with what it answers and what watchers are told. */
   public record Applied(Reply reply, List<Event> events, Change change) {}
@@ -239,6 +237,16 @@ public final class CoreState {
       this.owner = owner;
       this.ttlMillis = ttlMillis;
       this.identity = identity;
+    }
+
+    /**
+     * Whether a call by {@code caller} (stored form) may use this session: the identity that
+     * granted it, or anyone for a session granted without one (by a plaintext or certificate-less
+     * client, or by a build before identities — shared by every such client already, and its
+     * holder must keep it across an upgrade to mutual TLS).
+     */
+    boolean usableBy(String caller) {
+      return identity.isEmpty() || identity.equals(caller);
     }
   }
 
@@ -457,7 +465,7 @@ public final class CoreState {
 
   private Applied revoke(RevokeRequest revoke, String identity, List<Event> events) {
     Session session = sessions.get(revoke.getSessionId());
-    if (session != null && !session.identity.equals(identity)) {
+    if (session != null && !session.usableBy(identity)) {
       // Another identity's session: its holder's close never; an operator's revoke with `admin`.
       if (revoke.getHolderClosing() || !acl.enabled() || !acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
         return notYours(session, identity, revoke.getHolderClosing() ? "close" : "revoke (that needs the right \"admin\")");
@@ -517,7 +525,7 @@ public final class CoreState {
       if (s == null || s.revoked) {
         return sessionNotFound(put.getSessionId());
       }
-      if (!s.identity.equals(identity)) {
+      if (!s.usableBy(identity)) {
         return notYours(s, identity, "attach a key to");
       }
     }
@@ -536,7 +544,7 @@ public final class CoreState {
           ok(PutResponse.newBuilder().setTenureEnded(true).build().toByteString()), events, NONE);
     }
     Session holder = sessions.get(lease.getSessionId());
-    if (holder != null && !holder.identity.equals(identity)) {
+    if (holder != null && !holder.usableBy(identity)) {
       return notYours(holder, identity, "attach a key to a tenure of");
     }
     KeyValue kv = write(ATTACHED_PREFIX + tenure.getName() + "/" + put.getKey(), put.getValue(), 0, 0, events);
@@ -610,7 +618,7 @@ public final class CoreState {
   private Applied compareAndSet(CompareAndSetRequest cas, String identity, List<Event> events) {
     if (cas.getSessionId() != 0) {
       Session s = sessions.get(cas.getSessionId());
-      if (s != null && !s.identity.equals(identity)) {
+      if (s != null && !s.usableBy(identity)) {
         return notYours(s, identity, "attach a key to");
       }
     }
@@ -640,7 +648,7 @@ public final class CoreState {
     if (session == null || session.revoked) {
       return sessionNotFound(acquire.getSessionId());
     }
-    if (!session.identity.equals(identity)) {
+    if (!session.usableBy(identity)) {
       return notYours(session, identity, "acquire a lease with");
     }
     String key = LEASE_PREFIX + acquire.getName();
@@ -726,7 +734,7 @@ public final class CoreState {
             && current.getValue().toStringUtf8().equals(release.getHolder());
     if (ours) {
       Session holder = sessions.get(current.getSessionId());
-      if (holder != null && !holder.identity.equals(identity)) {
+      if (holder != null && !holder.usableBy(identity)) {
         return notYours(holder, identity, "release a tenure of");
       }
       remove(key, RELEASED, events);
@@ -736,7 +744,7 @@ public final class CoreState {
           && tombstone.getCreateRevision() == release.getToken()
           && tombstone.getValue().toStringUtf8().equals(release.getHolder())) {
         Session holder = sessions.get(tombstone.getSessionId());
-        if (holder != null && !holder.identity.equals(identity)) {
+        if (holder != null && !holder.usableBy(identity)) {
           return notYours(holder, identity, "release a tenure of");
         }
         // The holder of a revoked tenure says it stopped: the name is free.
@@ -763,9 +771,6 @@ public final class CoreState {
 
   private void countSession(String identity, int delta) {
     sessionsPerIdentity.merge(identity, delta, (a, b) -> a + b == 0 ? null : a + b);
-    if (!identity.isEmpty()) {
-      identifiedSessions += delta;
-    }
   }
 
   // ---- access control ----
@@ -785,6 +790,9 @@ public final class CoreState {
     }
     AclEntry entry = grant.getEntry();
     String problem = aclEntryProblem(entry);
+    if (problem == null) {
+      problem = rootEntryProblem(entry);
+    }
     if (problem != null) {
       return failed(Failure.Code.FAILED_PRECONDITION, problem);
     }
@@ -795,16 +803,23 @@ public final class CoreState {
     return new Applied(ok(AclGrantResponse.newBuilder().setAdded(added).build().toByteString()), List.of(), NONE);
   }
 
+  /** The root's rights come from no entry: none naming it may be granted or revoked. */
+  private String rootEntryProblem(AclEntry entry) {
+    return entry.getIdentity().equals(acl.root())
+        ? "the root identity \"" + ClientIdentity.ofStored(acl.root()) + "\" has every right: no entry grants it"
+            + " any, and it cannot be revoked"
+        : null;
+  }
+
   private Applied aclRevoke(AclRevokeRequest revoke, String identity) {
     Applied refused = refuseAclChange(identity);
     if (refused != null) {
       return refused;
     }
     AclEntry entry = revoke.getEntry();
-    if (entry.getIdentity().equals(acl.root())) {
-      return failed(
-          Failure.Code.FAILED_PRECONDITION,
-          "the root identity \"" + ClientIdentity.ofStored(acl.root()) + "\" has every right and cannot be revoked");
+    String problem = rootEntryProblem(entry);
+    if (problem != null) {
+      return failed(Failure.Code.FAILED_PRECONDITION, problem);
     }
     boolean removed = acl.contains(entry);
     if (removed) {
@@ -1043,7 +1058,9 @@ public final class CoreState {
     /** A leader has confirmed it since the last leader change. */
     HEARD,
     /** No leader has confirmed it since a leader marked it quiet. */
-    QUIET
+    QUIET,
+    /** (A keep-alive only) it belongs to another identity: not extended, nothing said about it. */
+    DENIED
   }
 
   /** {@return whether the session exists, and whether it is quiet} */
@@ -1075,37 +1092,21 @@ public final class CoreState {
     return clockMillis;
   }
 
+
   /**
-   * For a keep-alive of one session: adds the session's revoked tenures to {@code response}, and
-   * says whether it may be extended.
+   * For a keep-alive of one session by {@code identity} (stored form), in one visit of the state:
+   * adds the session's revoked tenures to {@code response}, and says what the leader may do.
    *
-   * @return false if the session is gone or an operator revoked it
+   * @return {@code GONE} (none, or an operator revoked it), {@code DENIED} (another identity's),
+   *     or whether it is {@code HEARD} or {@code QUIET}: then it may be extended
    */
-  synchronized boolean keepAlive(long sessionId, KeepAliveResponse.Builder response) {
-    return keepAlive(sessionId, "", response) == KeepAlive.EXTEND;
-  }
-
-  /** What a keep-alive may do with one session. */
-  enum KeepAlive {
-    /** Extend it. */
-    EXTEND,
-    /** It is gone or an operator revoked it. */
-    GONE,
-    /** It belongs to another identity: not extended, nothing said about it. */
-    DENIED
-  }
-
-  /**
-   * For a keep-alive of one session by {@code identity} (stored form): adds the session's revoked
-   * tenures to {@code response}, and says whether it may be extended.
-   */
-  synchronized KeepAlive keepAlive(long sessionId, String identity, KeepAliveResponse.Builder response) {
+  synchronized SessionStatus keepAlive(long sessionId, String identity, KeepAliveResponse.Builder response) {
     Session s = sessions.get(sessionId);
     if (s == null) {
-      return KeepAlive.GONE;
+      return SessionStatus.GONE;
     }
-    if (!s.identity.equals(identity)) {
-      return KeepAlive.DENIED;
+    if (!s.usableBy(identity)) {
+      return SessionStatus.DENIED;
     }
     if (!s.revokedKeys.isEmpty()) {
       for (String key : s.revokedKeys) {
@@ -1117,7 +1118,7 @@ public final class CoreState {
                 .setToken(tombstone.getCreateRevision()));
       }
     }
-    return s.revoked ? KeepAlive.GONE : KeepAlive.EXTEND;
+    return s.revoked ? SessionStatus.GONE : s.quietSince >= 0 ? SessionStatus.QUIET : SessionStatus.HEARD;
   }
 
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
@@ -1279,7 +1280,6 @@ public final class CoreState {
     attachedKeys = 0;
     quietSessions = 0;
     sessionsPerIdentity.clear();
-    identifiedSessions = 0;
     // Older snapshots have no ACL section: access control off, as it was.
     acl = AclTable.of(body.getAclRoot(), body.getAclEntriesList());
     lastSessionId = body.getLastSessionId();

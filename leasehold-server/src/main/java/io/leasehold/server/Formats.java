@@ -17,10 +17,10 @@ package io.leasehold.server;
  * loads one (at start, or installed by the leader), a newer log entry before applying any of it
  * ({@link CoreState.NewerCommandException}, as for a command of an unknown kind).
  *
- * <p>Test hook: the system properties {@value #SNAPSHOT_PROPERTY} and {@value #LOG_PROPERTY},
- * read when a node's state machine is made, make the nodes started afterwards in that JVM act as a
- * build with that (higher) format: they write it and read every format up to it. A value at or
- * below this build's own changes nothing. Only tests set them ({@code UpgradeTest}).
+ * <p>Test hook: the system property {@value #SNAPSHOT_PROPERTY}, read when a node's state machine
+ * is made, makes the nodes started afterwards in that JVM act as a build with that (higher)
+ * snapshot format: they write it and read every format up to it. A value at or below this build's
+ * own changes nothing. Only tests set it ({@code UpgradeTest}).
  */
 final class Formats {
 
@@ -35,21 +35,12 @@ final class Formats {
   static final int LOG = 1;
 
   static final String SNAPSHOT_PROPERTY = "leasehold.test.snapshotFormat";
-  static final String LOG_PROPERTY = "leasehold.test.logFormat";
-
-  /** {@code Command.log_format}. */
-  static final int LOG_FORMAT_FIELD = 31;
 
   private Formats() {}
 
   /** {@return the snapshot format a node made now writes (and the newest it reads)} */
   static int snapshotFormat() {
     return Math.max(SNAPSHOT, Integer.getInteger(SNAPSHOT_PROPERTY, SNAPSHOT));
-  }
-
-  /** {@return the log format a node made now writes (and the newest it reads)} */
-  static int logFormat() {
-    return Math.max(LOG, Integer.getInteger(LOG_PROPERTY, LOG));
   }
 
   /** {@return why a snapshot of {@code format} is refused by a node that reads up to {@code newest}} */

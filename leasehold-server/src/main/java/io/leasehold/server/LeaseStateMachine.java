@@ -57,8 +57,6 @@ final class LeaseStateMachine extends BaseStateMachine {
   private static final Logger log = LoggerFactory.getLogger(LeaseStateMachine.class);
 
   private final CoreState state = new CoreState();
-  /** The log format this node writes and the newest it applies ({@link Formats}). */
-  private final int logFormat = Formats.logFormat();
   private final SessionKeeper keeper;
   private final WatchHub watches;
   private final ClusterClock clock;
@@ -255,16 +253,8 @@ final class LeaseStateMachine extends BaseStateMachine {
     return TransactionContext.newBuilder()
         .setStateMachine(this)
         .setClientRequest(request)
-        .setLogData(request.getMessage().getContent().concat(stampField(clock.leaderNow(term), logFormat)))
+        .setLogData(request.getMessage().getContent().concat(stampField(clock.leaderNow(term), Formats.LOG)))
         .build();
-  }
-
-  /** {@code Command.stamp_millis}. */
-  private static final int STAMP_MILLIS_FIELD = 16;
-
-  /** {@return {@code Command.stamp_millis} holding {@code millis}, encoded} */
-  static ByteString stampField(long millis) {
-    return UnsafeByteOperations.unsafeWrap(withVarintField(new byte[0], STAMP_MILLIS_FIELD, millis));
   }
 
   /**
@@ -272,8 +262,9 @@ final class LeaseStateMachine extends BaseStateMachine {
    * written as no field at all: entries stay as they were before the field existed.
    */
   static ByteString stampField(long millis, int logFormat) {
-    byte[] stamp = withVarintField(new byte[0], STAMP_MILLIS_FIELD, millis);
-    return UnsafeByteOperations.unsafeWrap(logFormat <= 1 ? stamp : withVarintField(stamp, Formats.LOG_FORMAT_FIELD, logFormat));
+    byte[] stamp = withVarintField(new byte[0], Command.STAMP_MILLIS_FIELD_NUMBER, millis);
+    return UnsafeByteOperations.unsafeWrap(
+        logFormat <= 1 ? stamp : withVarintField(stamp, Command.LOG_FORMAT_FIELD_NUMBER, logFormat));
   }
 
   /**
@@ -320,7 +311,7 @@ final class LeaseStateMachine extends BaseStateMachine {
     }
     // A command from a newer version stops this node before any of the entry is applied (thrown
     // here, Ratis stops the node): skipping it would make the replicas diverge.
-    Formats.refuseNewerLog(index, command.getLogFormat(), logFormat);
+    Formats.refuseNewerLog(index, command.getLogFormat(), Formats.LOG);
     if (command.hasBatch()) {
       command.getBatch().getCommandsList().forEach(each -> CoreState.refuseIfNewer(index, each));
     } else {
@@ -418,13 +409,11 @@ final class LeaseStateMachine extends BaseStateMachine {
       // The state also lists the session's revoked tenures, so that a holder whose watch is
       // silent still stops using them within one keep-alive; an operator-revoked session is gone.
       // A session of another identity is neither extended nor described (docs/security.md).
-      CoreState.KeepAlive may = state.keepAlive(id, identity, response);
-      if (may == CoreState.KeepAlive.DENIED) {
+      CoreState.SessionStatus status = state.keepAlive(id, identity, response);
+      if (status == CoreState.SessionStatus.DENIED) {
         response.addDenied(id);
         continue;
       }
-      CoreState.SessionStatus status =
-          may == CoreState.KeepAlive.EXTEND ? state.sessionStatus(id) : CoreState.SessionStatus.GONE;
       long result =
           status == CoreState.SessionStatus.GONE
               ? SessionKeeper.GONE

@@ -33,7 +33,7 @@ class ClusterTimeTest {
             .setStampMillis(1) // a stamp already present is overridden
             .build();
     byte[] received = LeaseStateMachine.withVarintField(put.toByteArray(), 17, 123_456_789_012L);
-    byte[] stamped = LeaseStateMachine.stampField(Long.MAX_VALUE / 3).toByteArray();
+    byte[] stamped = LeaseStateMachine.stampField(Long.MAX_VALUE / 3, Formats.LOG).toByteArray();
     byte[] entry = new byte[received.length + stamped.length];
     System.arraycopy(received, 0, entry, 0, received.length);
     System.arraycopy(stamped, 0, entry, received.length, stamped.length);

@@ -137,6 +137,12 @@ class CoreStateAclTest {
     assertThat(reply.getFailure().getCode()).isEqualTo(Failure.Code.FAILED_PRECONDITION);
     assertThat(reply.getFailure().getMessage()).contains("root identity \"CN=admin\"", "cannot be revoked");
     assertThat(state.acl().allows(ROOT, AclRight.ACL_RIGHT_ADMIN, "")).isTrue();
+
+    // Nor can an entry for the root be granted: it would be one that no revoke could remove.
+    Reply granted = aclGrant(ROOT, entry(ROOT, AclRight.ACL_RIGHT_READ, "x/"));
+    assertThat(granted.getFailure().getCode()).as("%s", granted).isEqualTo(Failure.Code.FAILED_PRECONDITION);
+    assertThat(granted.getFailure().getMessage()).contains("root identity \"CN=admin\"", "has every right");
+    assertThat(state.acl().entries()).isEmpty();
   }
 
   @Test
@@ -207,12 +213,12 @@ class CoreStateAclTest {
         apply(BOB, Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(alices))),
         "CN=bob", "admin");
     KeepAliveResponse.Builder keepAlive = KeepAliveResponse.newBuilder();
-    assertThat(state.keepAlive(alices, BOB, keepAlive)).isEqualTo(CoreState.KeepAlive.DENIED);
+    assertThat(state.keepAlive(alices, BOB, keepAlive)).isEqualTo(CoreState.SessionStatus.DENIED);
 
     assertThat(state.revision()).as("nothing written").isEqualTo(revision);
     assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvs(0).getSessionId()).isEqualTo(alices);
     assertThat(state.get(GetRequest.newBuilder().setKey("k").build()).getKvsList()).isEmpty();
-    assertThat(state.keepAlive(alices, ALICE, keepAlive)).as("still alice's, alive").isEqualTo(CoreState.KeepAlive.EXTEND);
+    assertThat(state.keepAlive(alices, ALICE, keepAlive)).as("still alice's, alive").isEqualTo(CoreState.SessionStatus.HEARD);
 
     // The owner itself may; an admin may revoke (an operator's revoke, not a close).
     assertThat(ReleaseResponse.parseFrom(
@@ -222,6 +228,23 @@ class CoreStateAclTest {
     assertThat(RevokeResponse.parseFrom(
             apply(ROOT, Command.newBuilder().setRevoke(RevokeRequest.newBuilder().setCall(call()).setSessionId(alices))).getOk())
         .getRevoked()).isTrue();
+  }
+
+  /**
+   * A session granted before identities existed (an older build's entry or snapshot: no identity)
+   * stays its holder's after an upgrade to mutual TLS with client certificates: it was shared by
+   * every client then and is not taken away, or every lease held across the upgrade would be lost.
+   */
+  @Test
+  void aSessionGrantedWithoutAnIdentityStaysUsableByItsHolderAfterAnUpgrade() throws IOException {
+    long before = grant(""); // as an older build wrote it
+    KeepAliveResponse.Builder keepAlive = KeepAliveResponse.newBuilder();
+    assertThat(state.keepAlive(before, ALICE, keepAlive)).isEqualTo(CoreState.SessionStatus.HEARD);
+    AcquireResponse held = AcquireResponse.parseFrom(acquire(ALICE, "job", "alice#1", before).getOk());
+    assertThat(held.getAcquired()).isTrue();
+    assertThat(ReleaseResponse.parseFrom(
+            apply(ALICE, Command.newBuilder().setRelease(ReleaseRequest.newBuilder().setCall(call()).setName("job").setHolder("alice#1").setToken(held.getToken()))).getOk())
+        .getReleased()).isTrue();
   }
 
   @Test

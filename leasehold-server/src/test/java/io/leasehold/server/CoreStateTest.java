@@ -507,7 +507,7 @@ class CoreStateTest {
 
   private KeepAliveResponse keepAlive(long session) {
     KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder();
-    if (state.keepAlive(session, response)) {
+    if (state.keepAlive(session, "", response) != CoreState.SessionStatus.GONE) {
       response.addAlive(session);
     } else {
       response.addGone(session);
@@ -639,9 +639,9 @@ class CoreStateTest {
     restored.writeSnapshot(again);
     assertThat(again.toByteArray()).isEqualTo(out.toByteArray());
     KeepAliveResponse.Builder ofA = KeepAliveResponse.newBuilder();
-    assertThat(restored.keepAlive(sa, ofA)).isTrue();
+    assertThat(restored.keepAlive(sa, "", ofA)).isNotEqualTo(CoreState.SessionStatus.GONE);
     assertThat(ofA.getRevokedList()).containsExactly(revoked(sa, "job", a.getToken()));
-    assertThat(restored.keepAlive(sc, KeepAliveResponse.newBuilder())).as("the revoked session").isFalse();
+    assertThat(restored.keepAlive(sc, "", KeepAliveResponse.newBuilder())).as("the revoked session").isEqualTo(CoreState.SessionStatus.GONE);
     Command b = Command.newBuilder().setAcquire(AcquireRequest.newBuilder().setCall(call()).setName("job").setHolder("b#1").setRequestId(1).setSessionId(sb)).build();
     assertThat(AcquireResponse.parseFrom(restored.apply(1000, term, b).reply().getOk()).getAcquired()).isFalse();
   }
