@@ -31,7 +31,7 @@ final class AccessControl {
    * This node was bootstrapped with a root identity that its state does not hold yet: until it
    * does, it serves nobody (rather than everybody, as it would with access control off).
    */
-  private volatile boolean rootPending;
+  private final boolean rootPending;
 
   AccessControl(CoreState state, boolean rootPending) {
     this.state = state;
@@ -115,19 +115,16 @@ final class AccessControl {
     for (int i = 0; i < watch.getSessionIdsCount(); i++) {
       // A session this node has not applied yet counts as not the caller's: the watch is refused
       // and the holder's watch tries again (its safety never rests on the watch).
-      if (!identity.stored().equals(state.sessionIdentity(watch.getSessionIds(i)))) {
+      if (!state.sessionUsableBy(watch.getSessionIds(i), identity.stored())) {
         return false;
       }
     }
     return true;
   }
 
+  /** Called while the ACL is off: refuses only on a node bootstrapped with a root not applied yet. */
   private Status pending(AclTable acl) {
     if (!rootPending) {
-      return null;
-    }
-    if (acl.enabled()) {
-      rootPending = false;
       return null;
     }
     return Status.UNAVAILABLE.withDescription(
@@ -135,8 +132,8 @@ final class AccessControl {
   }
 
   private Status revoke(AclTable acl, ClientIdentity identity, RevokeRequest revoke) {
-    String owner = state.sessionIdentity(revoke.getSessionId());
-    if (owner == null || owner.equals(identity.stored()) || revoke.getHolderClosing()) {
+    if (revoke.getHolderClosing() || !state.hasSession(revoke.getSessionId())
+        || state.sessionUsableBy(revoke.getSessionId(), identity.stored())) {
       return null; // its own session (or none): the log checks whose it is
     }
     return admin(acl, identity, "revoke session " + revoke.getSessionId() + " of another identity");

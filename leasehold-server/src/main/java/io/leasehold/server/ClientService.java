@@ -501,7 +501,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     if (!access.enabled()) {
       out.onError(
           Status.FAILED_PRECONDITION
-              .withDescription("access control is off: this cluster was bootstrapped without --root-identity")
+              .withDescription(CoreState.ACCESS_CONTROL_OFF)
               .asException());
       return null;
     }

@@ -280,7 +280,7 @@ public final class CoreNode implements AutoCloseable {
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
     rootToWrite = root;
-    if (root != null && leads()) {
+    if (root != null && isLeader()) {
       writeRootIdentity(); // it led before its edge existed
     }
     log.info(
@@ -361,11 +361,6 @@ public final class CoreNode implements AutoCloseable {
         .toList();
   }
 
-  /**
-   * The leader re-arms sessions when it takes over and ends those whose deadline passed, through
-   * the log so that every replica does; decisions are stamped with the term in which this node
-   * led and are never forwarded (see {@link SessionExpiry}).
-   */
   /** The file that keeps a bootstrap's --root-identity until the log holds it (a crash before). */
   static final String ROOT_IDENTITY_FILE = "root-identity";
 
@@ -389,14 +384,6 @@ public final class CoreNode implements AutoCloseable {
     return null;
   }
 
-  private boolean leads() {
-    try {
-      return raftServer.getDivision(GROUP_ID).getInfo().isLeader();
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
   /**
    * On a ready leader bootstrapped with a root identity: writes it to the log unless the state
    * holds one (the first applied wins, so every bootstrap node may write one).
@@ -417,6 +404,11 @@ public final class CoreNode implements AutoCloseable {
             });
   }
 
+  /**
+   * The leader re-arms sessions when it takes over and ends those whose deadline passed, through
+   * the log so that every replica does; decisions are stamped with the term in which this node
+   * led and are never forwarded (see {@link SessionExpiry}).
+   */
   private void expireSessions() {
     try {
       sessionExpiry.tick();

@@ -102,17 +102,12 @@ public final class CoreState {
   /** Keys of named leases live under this prefix; clients may read and delete them, not write. */
   static final String LEASE_PREFIX = "/_leasehold/leases/";
 
+  /** Why an ACL change or listing is refused where access control was never turned on. */
+  static final String ACCESS_CONTROL_OFF = "access control is off: this cluster was bootstrapped without --root-identity";
+
   /** Keys clients may not write to directly. */
   static final String RESERVED_PREFIX = "/_leasehold/";
 
-  /** The cause of a lease key's delete by its holder's own release. */
-  static final String RELEASED = DeleteCauses.RELEASED;
-
-  /**
-   * The cause of the deletes when a session's own client closes it (holder_closing): the holder
-   * gave up every key of the session, so watchers are told a release, not a revocation.
-   */
-  static final String SESSION_CLOSED = DeleteCauses.SESSION_CLOSED;
 
   /**
    * Keys attached to a named lease's tenure: {@code /_leasehold/attached/<lease name>/<key>}, the
@@ -150,8 +145,6 @@ public final class CoreState {
   /** The format before cluster time and call holes; still read. */
   static final int SNAPSHOT_FORMAT_1 = 1;
 
-  /** Why a watcher sees a held lease's key deleted by someone else than its holder. */
-  static final String REVOKED_BY_OPERATOR = "revoked by an operator";
 
   /** The snapshot format this replica writes and the newest it reads ({@link Formats}). */
   private final int snapshotFormat = Formats.snapshotFormat();
@@ -481,7 +474,7 @@ public final class CoreState {
           RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
       return new Applied(ok(response.toByteString()), events, NONE);
     }
-    Applied ended = endSession(revoke.getSessionId(), SESSION_CLOSED, events);
+    Applied ended = endSession(revoke.getSessionId(), DeleteCauses.SESSION_CLOSED, events);
     RevokeResponse response =
         RevokeResponse.newBuilder().setRevoked(session != null).setRevision(revision).build();
     return new Applied(ok(response.toByteString()), ended.events(), ended.change());
@@ -591,7 +584,7 @@ public final class CoreState {
       // An operator revokes a held lease. Its holder may not know yet (its watch may be silent):
       // the name stays blocked by a tombstone until the holder releases this tenure or its
       // session ends. The holder's keep-alive replies list the tombstone.
-      remove(key, REVOKED_BY_OPERATOR, events);
+      remove(key, DeleteCauses.REVOKED_BY_OPERATOR, events);
       revokedLeases.put(key, current);
       holderSession.revokedKeys.add(key);
     } else {
@@ -737,7 +730,7 @@ public final class CoreState {
       if (holder != null && !holder.usableBy(identity)) {
         return notYours(holder, identity, "release a tenure of");
       }
-      remove(key, RELEASED, events);
+      remove(key, DeleteCauses.RELEASED, events);
     } else {
       KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
       if (tombstone != null
@@ -850,7 +843,7 @@ public final class CoreState {
     if (!acl.enabled()) {
       return failed(
           Failure.Code.FAILED_PRECONDITION,
-          "access control is off: this cluster was bootstrapped without --root-identity");
+          ACCESS_CONTROL_OFF);
     }
     if (!acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
       return failed(
@@ -878,10 +871,10 @@ public final class CoreState {
     return list.build();
   }
 
-  /** {@return the identity (stored form) that granted the session; null if there is no such session} */
-  synchronized String sessionIdentity(long sessionId) {
+  /** {@return whether the session exists and a call by {@code identity} (stored form) may use it} */
+  synchronized boolean sessionUsableBy(long sessionId, String identity) {
     Session s = sessions.get(sessionId);
-    return s == null ? null : s.identity;
+    return s != null && s.usableBy(identity);
   }
 
   /** {@return how many sessions {@code identity} (stored form) has} */

@@ -111,23 +111,8 @@ public record Limits(
     return new Limits(n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection);
   }
 
-  /** {@return a copy with other key and value size limits} */
-  public Limits withMaxSizes(int keyBytes, int valueBytes) {
-    return new Limits(maxKeysPerSession, keyBytes, valueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection);
-  }
-
   /** {@return a copy with another watchers-per-connection limit} */
   public Limits withMaxWatchersPerConnection(int n) {
     return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection);
-  }
-
-  /** {@return a copy with another watch backlog limit} */
-  public Limits withMaxWatchBacklog(int events) {
-    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, events, maxInFlightPerConnection);
-  }
-
-  /** {@return a copy with another in-flight-per-connection limit} */
-  public Limits withMaxInFlightPerConnection(int n) {
-    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, n);
   }
 }

@@ -29,8 +29,8 @@ final class WatchHub {
     boolean matches(Event e) {
       if (lossesOnly
           && (e.getType() == Event.Type.PUT
-              || e.getCause().equals(CoreState.RELEASED)
-              || e.getCause().equals(CoreState.SESSION_CLOSED))) {
+              || e.getCause().equals(io.leasehold.core.proto.DeleteCauses.RELEASED)
+              || e.getCause().equals(io.leasehold.core.proto.DeleteCauses.SESSION_CLOSED))) {
         return false;
       }
       String k = e.getKv().getKey();

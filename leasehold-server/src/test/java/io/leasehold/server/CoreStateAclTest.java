@@ -181,7 +181,8 @@ class CoreStateAclTest {
     restored.readSnapshot(new ByteArrayInputStream(bytes));
     assertThat(restored.acl().root()).isEqualTo(ROOT);
     assertThat(restored.acl().entries()).containsExactly(entry(ALICE, AclRight.ACL_RIGHT_LEASE, "jobs/"));
-    assertThat(restored.sessionIdentity(alices)).isEqualTo(ALICE);
+    assertThat(restored.sessionUsableBy(alices, ALICE)).isTrue();
+    assertThat(restored.sessionUsableBy(alices, BOB)).as("still alice's only").isFalse();
     assertThat(restored.sessionsOf(ALICE)).isEqualTo(1);
     assertThat(snapshot(restored)).as("the same bytes again").isEqualTo(bytes);
   }

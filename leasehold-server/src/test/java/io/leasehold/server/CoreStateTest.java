@@ -533,7 +533,7 @@ class CoreStateTest {
     assertThat(response.getPrevKv().getCreateRevision()).as("with which token").isEqualTo(a.getToken());
     assertThat(deleted.events()).singleElement().satisfies(e -> {
       assertThat(e.getType()).isEqualTo(Event.Type.DELETE);
-      assertThat(e.getCause()).isEqualTo(CoreState.REVOKED_BY_OPERATOR);
+      assertThat(e.getCause()).isEqualTo(io.leasehold.core.proto.DeleteCauses.REVOKED_BY_OPERATOR);
     });
     assertThat(state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + "job").build()).getKvsList()).isEmpty();
     assertThat(state.counts().getHeldLeases()).isZero();
@@ -617,7 +617,7 @@ class CoreStateTest {
     CoreState.Applied applied = apply(revoke);
 
     assertThat(applied.change()).isEqualTo(new CoreState.Change.Ended(sa));
-    assertThat(applied.events()).extracting(Event::getCause).containsExactly(CoreState.SESSION_CLOSED);
+    assertThat(applied.events()).extracting(Event::getCause).containsExactly(io.leasehold.core.proto.DeleteCauses.SESSION_CLOSED);
     assertThat(state.hasSession(sa)).isFalse();
   }
 

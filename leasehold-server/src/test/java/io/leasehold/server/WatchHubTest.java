@@ -85,7 +85,7 @@ class WatchHubTest {
     hub.watch("app/", true, java.util.Set.of(), true, 0, losses);
     hub.watch("app/", true, java.util.Set.of(), false, 0, all);
     hub.publish(List.of(put("app/a", 1)));
-    hub.publish(List.of(delete("app/a", 2, CoreState.RELEASED)));
+    hub.publish(List.of(delete("app/a", 2, io.leasehold.core.proto.DeleteCauses.RELEASED)));
     hub.publish(List.of(delete("app/b", 3, "session expired")));
     hub.publish(List.of(delete("app/c", 4, "")));
     hub.publish(List.of(delete("app/d", 5, "replaced by a new tenure of the same holder"), put("app/d", 5)));
@@ -96,9 +96,9 @@ class WatchHubTest {
   @Test
   void aWatcherOfLossesOnlyResumingFromThePastIsSentOnlyItsLosses() {
     hub.publish(List.of(put("app/a", 1)));
-    hub.publish(List.of(delete("app/a", 2, CoreState.RELEASED)));
+    hub.publish(List.of(delete("app/a", 2, io.leasehold.core.proto.DeleteCauses.RELEASED)));
     hub.publish(List.of(delete("app/b", 3, "session expired")));
-    hub.publish(List.of(delete("app/c", 4, CoreState.SESSION_CLOSED)));
+    hub.publish(List.of(delete("app/c", 4, io.leasehold.core.proto.DeleteCauses.SESSION_CLOSED)));
     Recorder losses = new Recorder();
     assertThat(hub.watch("app/", true, java.util.Set.of(), true, 1, losses)).isTrue();
     assertThat(losses.revisions()).as("a session its holder closed is no loss").containsExactly(3L);

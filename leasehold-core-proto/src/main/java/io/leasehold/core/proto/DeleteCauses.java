@@ -19,5 +19,11 @@ public final class DeleteCauses {
   /** The same holder acquired the lease again with a new session: the old tenure's key went. */
   public static final String REPLACED = "replaced by a new tenure of the same holder";
 
+  /**
+   * An operator deleted a held lease's key (a revocation): the holder is told it lost the lease,
+   * and nobody else gets the name until the holder releases or its session ends.
+   */
+  public static final String REVOKED_BY_OPERATOR = "revoked by an operator";
+
   private DeleteCauses() {}
 }
