@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -225,9 +226,25 @@ final class LeaderFailover {
     return awaitLeader().isPresent();
   }
 
+  /**
+   * Whether member {@code i} serves again. On a store that tells its applied index (the core):
+   * once it has applied what the leader has — a lease acquired "through member i" proves nothing
+   * there, since the core's client learns the other members and fails over to them. On the others:
+   * a lease acquired through a client of that member alone.
+   */
   private boolean memberServes(int i, long deadline) throws InterruptedException {
     while (System.nanoTime() - deadline < 0) {
-      if (cluster.members().get(i).process().map(ProcessHandle::isAlive).orElse(false)) {
+      if (!cluster.members().get(i).process().map(ProcessHandle::isAlive).orElse(false)) {
+        TimeUnit.MILLISECONDS.sleep(100);
+        continue;
+      }
+      OptionalLong applied = cluster.appliedIndex(i);
+      Optional<Integer> leader = applied.isPresent() ? cluster.leader() : Optional.empty();
+      OptionalLong target = leader.isPresent() ? cluster.appliedIndex(leader.get()) : OptionalLong.empty();
+      if (applied.isPresent() && target.isPresent() && applied.getAsLong() >= target.getAsLong()) {
+        return true;
+      }
+      if (applied.isEmpty()) {
         try (LeaseBackend b = memberClients.apply(i).open();
             Lease l = b.newLease(LeaseSettings.builder("bench-health-" + runId, "bench-health-" + i).ttl(params.ttl()).build())) {
           if (l.acquire().get(params.ttl().toMillis() * 3, TimeUnit.MILLISECONDS)) {

@@ -93,6 +93,8 @@ public final class CoreClient implements AutoCloseable {
   private final ClientTls tls;
   /** Asks the cluster for its members now and then; null unless {@link #followMembers} was called. */
   private java.util.concurrent.ScheduledExecutorService membersPoller;
+  /** Set by {@link #close()} (guarded by this): no node set is swapped in after it. */
+  private boolean closed;
 
   /**
    * The nodes, their channels, and when each last failed to answer (System.nanoTime()).
@@ -155,14 +157,17 @@ public final class CoreClient implements AutoCloseable {
     this.attemptTimeout = attemptTimeout;
     this.extra = List.copyOf(extra);
     this.tls = tls;
-    this.nodes = nodes(List.copyOf(endpoints), Map.of());
+    this.nodes = nodes(List.copyOf(endpoints), null);
     // Connect to the first node now rather than on the first call.
     nodes.channels()[0].getState(true);
-    this.batcher = new OpBatcher(this, 2 * endpoints.size());
+    this.batcher = new OpBatcher(this);
   }
 
-  /** The nodes at {@code endpoints}, reusing the channels of {@code reuse} (by {@code host:port}). */
-  private Nodes nodes(List<InetSocketAddress> endpoints, Map<String, ManagedChannel> reuse) {
+  /**
+   * The nodes at {@code endpoints}, reusing the channels of {@code old} (by {@code host:port}) with
+   * when each last failed, so that a node that just failed stays out of the leader hints' way.
+   */
+  private Nodes nodes(List<InetSocketAddress> endpoints, Nodes old) {
     ManagedChannel[] channels = new ManagedChannel[endpoints.size()];
     AtomicLongArray failedAt = new AtomicLongArray(endpoints.size());
     Map<String, Integer> byEndpoint = new HashMap<>();
@@ -170,12 +175,13 @@ public final class CoreClient implements AutoCloseable {
     for (int i = 0; i < channels.length; i++) {
       InetSocketAddress a = endpoints.get(i);
       byEndpoint.putIfAbsent(describe(a), i);
-      failedAt.set(i, longAgo);
-      ManagedChannel kept = reuse.get(describe(a));
-      if (kept != null) {
-        channels[i] = kept;
+      Integer known = old == null ? null : old.byEndpoint().get(describe(a));
+      if (known != null) {
+        channels[i] = old.channels()[known];
+        failedAt.set(i, old.failedAt().get(known));
         continue;
       }
+      failedAt.set(i, longAgo);
       NettyChannelBuilder builder = NettyChannelBuilder.forAddress(a.getHostString(), a.getPort());
       // TLS: the shared context checks the node's certificate against the trusted authorities
       // and its host name (gRPC's default), and shows the client's certificate if it has one.
@@ -221,27 +227,31 @@ public final class CoreClient implements AutoCloseable {
     membersPoller.scheduleWithFixedDelay(this::refreshMembers, 0, every.toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  /** Asks for the members once and waits for the answer (the poller's thread). */
+  /**
+   * Asks the nodes for the members, one after another from the current one, until one answers
+   * (the poller's thread). Directly on each channel, not through {@link #call}: a node that knows
+   * no leader answers {@code UNAVAILABLE}, and the poll must not move the client's calls away
+   * from it, nor mark it failed, in the middle of an election.
+   */
   private void refreshMembers() {
-    try {
-      io.leasehold.core.proto.MembersResponse members =
-          this.<io.leasehold.core.proto.MembersResponse>call(
-                  (stub, o) -> stub.members(io.leasehold.core.proto.MembersRequest.getDefaultInstance(), o), attemptTimeout)
-              .get();
-      List<InetSocketAddress> learned = new java.util.ArrayList<>();
-      for (io.leasehold.core.proto.Member m : members.getMembersList()) {
-        int colon = m.getAddress().lastIndexOf(':');
-        if (colon > 0) {
-          learned.add(
-              InetSocketAddress.createUnresolved(m.getAddress().substring(0, colon), Integer.parseInt(m.getAddress().substring(colon + 1))));
+    Nodes n = nodes;
+    int first = currentIn(n);
+    for (int k = 0; k < n.channels().length; k++) {
+      ManagedChannel channel = n.channels()[(first + k) % n.channels().length];
+      try {
+        io.leasehold.core.proto.MembersResponse members =
+            LeaseholdGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(attemptTimeout.toNanos(), TimeUnit.NANOSECONDS)
+                .members(io.leasehold.core.proto.MembersRequest.getDefaultInstance());
+        List<String> addresses = members.getMembersList().stream().map(io.leasehold.core.proto.Member::getAddress).toList();
+        if (!addresses.isEmpty()) {
+          useMembers(CoreBackendProvider.endpoints("leasehold://" + String.join(",", addresses)));
         }
+        return;
+      } catch (StatusRuntimeException | IllegalArgumentException e) {
+        // This node cannot say (no leader, no member, an older core, a bad address): ask the next.
+        log.debug("could not learn the cluster's members from {}: {}", describe(n.endpoints().get((first + k) % n.channels().length)), e.toString());
       }
-      useMembers(learned);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (Exception e) {
-      // No node answered, or an older core without Members: keep the nodes we have.
-      log.debug("could not learn the cluster's members: {}", e.toString());
     }
   }
 
@@ -260,9 +270,8 @@ public final class CoreClient implements AutoCloseable {
     if (now.isEmpty() || now.equals(old.byEndpoint().keySet()) || now.stream().noneMatch(old.byEndpoint()::containsKey)) {
       return false;
     }
-    Map<String, ManagedChannel> reuse = new HashMap<>();
-    for (Map.Entry<String, Integer> e : old.byEndpoint().entrySet()) {
-      reuse.put(e.getKey(), old.channels()[e.getValue()]);
+    if (closed) {
+      return false;
     }
     List<InetSocketAddress> endpoints = new java.util.ArrayList<>();
     for (InetSocketAddress a : members) {
@@ -270,13 +279,13 @@ public final class CoreClient implements AutoCloseable {
       Integer known = old.byEndpoint().get(describe(a));
       endpoints.add(known != null ? old.endpoints().get(known) : a);
     }
-    Nodes next = nodes(endpoints, reuse);
+    Nodes next = nodes(endpoints, old);
     String using = describe(old.endpoints().get(Math.min(current.get(), old.endpoints().size() - 1)));
     nodes = next;
     current.set(next.byEndpoint().getOrDefault(using, 0));
-    for (Map.Entry<String, ManagedChannel> e : reuse.entrySet()) {
+    for (Map.Entry<String, Integer> e : old.byEndpoint().entrySet()) {
       if (!next.byEndpoint().containsKey(e.getKey())) {
-        e.getValue().shutdown(); // calls in flight finish; new ones go elsewhere
+        old.channels()[e.getValue()].shutdown(); // calls in flight finish; new ones go elsewhere
       }
     }
     log.info("the cluster's members changed: calls go to {} (were {})", describe(next.endpoints()), describe(old.endpoints()));
@@ -529,11 +538,11 @@ public final class CoreClient implements AutoCloseable {
 
   /** Closes every channel at once; calls in flight fail. */
   @Override
-  public void close() {
-    synchronized (this) {
-      if (membersPoller != null) {
-        membersPoller.shutdownNow();
-      }
+  public synchronized void close() {
+    // Under the lock, so that no node set is swapped in after the channels are shut.
+    closed = true;
+    if (membersPoller != null) {
+      membersPoller.shutdownNow();
     }
     for (ManagedChannel c : nodes.channels()) {
       c.shutdownNow();

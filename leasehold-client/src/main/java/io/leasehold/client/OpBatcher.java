@@ -33,17 +33,16 @@ final class OpBatcher {
   private record Pending(BatchOp op, CompletableFuture<ByteString> response, int tries, long deadline) {}
 
   private final CoreClient client;
-  private final int maxTries;
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
   private int inFlight;
 
   /**
-   * @param client the connection the calls go through (failover between nodes included)
-   * @param maxTries how many times one write is sent when the cluster does not confirm it
+   * @param client the connection the calls go through (failover between nodes included); a write
+   *     the cluster does not confirm is sent up to twice per node it has now (the set can grow when
+   *     the client follows membership changes)
    */
-  OpBatcher(CoreClient client, int maxTries) {
+  OpBatcher(CoreClient client) {
     this.client = client;
-    this.maxTries = maxTries;
   }
 
   /**
@@ -144,7 +143,7 @@ final class OpBatcher {
       Status status =
           Status.fromCodeValue(result.getError().getCode()).withDescription(result.getError().getMessage());
       boolean waitedFor = p.deadline() == 0 || System.nanoTime() - p.deadline() < 0;
-      if (status.getCode() == Status.Code.UNAVAILABLE && p.tries() < maxTries && waitedFor) {
+      if (status.getCode() == Status.Code.UNAVAILABLE && p.tries() < 2 * client.endpoints().size() && waitedFor) {
         // The node could not get it confirmed (no leader, or cut off): as a unary call would,
         // try the next node, with the same call id.
         failOver = true;
