@@ -169,15 +169,7 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
       cancelStream = null;
       from = nextRevision;
     }
-    String overLimit = WatchLimits.overLimit(t);
-    if (overLimit != null) {
-      // The node serves, but ended or refused this watch over one of its limits: watch it again
-      // from the revision after the last event reported (history gone: a GAP, read again).
-      log.warn("observation of '{}': the core said: {}; watching again from revision {}", observation.name(), overLimit, from);
-    } else {
-      log.debug("observation of '{}' lost its watch ({}); resuming", observation.name(), t == null ? "completed" : t.toString());
-      client.failOver();
-    }
+    long pause = WatchLimits.afterEnd(t, client, log, "observation of '" + observation.name() + "'", from, RETRY_NANOS);
     timers.schedule(
         () -> {
           synchronized (this) {
@@ -186,7 +178,7 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
             }
           }
         },
-        overLimit != null ? WatchLimits.RETRY_NANOS : RETRY_NANOS);
+        pause);
   }
 
   private void stopStream() {

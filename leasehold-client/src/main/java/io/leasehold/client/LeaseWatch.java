@@ -209,15 +209,7 @@ final class LeaseWatch implements AutoCloseable {
       current = null;
       from = nextRevision;
     }
-    String overLimit = WatchLimits.overLimit(t);
-    if (overLimit != null) {
-      // The node serves, but ended or refused this watch over one of its limits: watch it again
-      // from the revision after the last event seen (history gone: the keys are read again).
-      log.warn("lease watch: the core said: {}; watching again from revision {}", overLimit, from);
-    } else {
-      log.debug("lease watch ended ({}); resuming", t == null ? "completed" : t.toString());
-      client.failOver();
-    }
+    long pause = WatchLimits.afterEnd(t, client, log, "lease watch", from, RETRY_NANOS);
     timers.schedule(
         () -> {
           synchronized (this) {
@@ -226,7 +218,7 @@ final class LeaseWatch implements AutoCloseable {
             }
           }
         },
-        overLimit != null ? WatchLimits.RETRY_NANOS : RETRY_NANOS);
+        pause);
   }
 
   @Override

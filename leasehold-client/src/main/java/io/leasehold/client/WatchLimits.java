@@ -18,6 +18,32 @@ final class WatchLimits {
 
   private WatchLimits() {}
 
+  /**
+   * What a watch does when its stream ended: over a limit, a warning with the node's words and the
+   * same node again after {@link #RETRY_NANOS}; otherwise another node ({@link CoreClient#failOver})
+   * after {@code retryNanos}.
+   *
+   * @param t why the stream ended; null when it completed
+   * @param client the watch's connection
+   * @param log the watch's logger
+   * @param what the watch, for the log ("lease watch", "observation of 'x'")
+   * @param from the revision the watch opens again from
+   * @param retryNanos the watch's own pause before it opens again elsewhere
+   * @return the pause before the watch is opened again
+   */
+  static long afterEnd(Throwable t, CoreClient client, org.slf4j.Logger log, String what, long from, long retryNanos) {
+    String overLimit = overLimit(t);
+    if (overLimit != null) {
+      // The node serves, but ended or refused this watch over one of its limits: watch it again
+      // from the revision after the last event seen (history gone: read again, or a GAP).
+      log.warn("{}: the core said: {}; watching again from revision {}", what, overLimit, from);
+      return RETRY_NANOS;
+    }
+    log.debug("{} ended ({}); resuming on another node", what, t == null ? "completed" : t.toString());
+    client.failOver();
+    return retryNanos;
+  }
+
   /** {@return what the core said when it ended a watch over a limit; null for any other end} */
   static String overLimit(Throwable t) {
     if (t == null) {
