@@ -1,5 +1,6 @@
 package io.leasehold.cli;
 
+import io.leasehold.server.AccessSettings;
 import io.leasehold.server.Backup;
 import io.leasehold.server.CoreNode;
 import io.leasehold.server.Limits;
@@ -194,9 +195,9 @@ final class ServerCommand implements Callable<Integer> {
   @Option(
       names = "--max-sessions-per-identity",
       paramLabel = "N",
-      defaultValue = "" + io.leasehold.server.AccessSettings.DEFAULT_MAX_SESSIONS_PER_IDENTITY,
+      defaultValue = "" + AccessSettings.DEFAULT_MAX_SESSIONS_PER_IDENTITY,
       description = "How many sessions one client identity may hold at once, 1 to "
-          + io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY + " (default: ${DEFAULT-VALUE});"
+          + AccessSettings.MAX_SESSIONS_PER_IDENTITY + " (default: ${DEFAULT-VALUE});"
           + " a grant beyond it is refused with RESOURCE_EXHAUSTED. In plaintext every client is one"
           + " identity (anonymous).")
   private int maxSessionsPerIdentity;
@@ -305,24 +306,15 @@ final class ServerCommand implements Callable<Integer> {
       throw bad("--root-identity needs TLS (--tls-cert, --tls-key, --tls-ca): without client certificates"
           + " every client is anonymous and nobody could be the root");
     }
-    if (maxSessionsPerIdentity < 1 || maxSessionsPerIdentity > io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY) {
-      throw bad("--max-sessions-per-identity must be between 1 and "
-          + io.leasehold.server.AccessSettings.MAX_SESSIONS_PER_IDENTITY + "; was " + maxSessionsPerIdentity);
-    }
-    io.leasehold.server.AccessSettings access;
     try {
-      access = new io.leasehold.server.AccessSettings(rootIdentity, maxSessionsPerIdentity);
-    } catch (IllegalArgumentException e) {
-      throw bad("--root-identity: " + e.getMessage());
-    }
-    try {
+      // AccessSettings and Limits name the flag and its range when they refuse a value.
       return NodeConfig.of(id, cluster, dataDir)
           .withElectionTimeout(electionTimeout)
           .withSnapshots(snapshotEvery, NodeConfig.DEFAULT_LOG_SEGMENT_BYTES)
           .withStartMode(
               bootstrap ? NodeConfig.StartMode.BOOTSTRAP : join ? NodeConfig.StartMode.JOIN : NodeConfig.StartMode.RECOVER)
           .withTls(tls)
-          .withAccess(access)
+          .withAccess(new AccessSettings(rootIdentity, maxSessionsPerIdentity))
           .withLimits(
               new Limits(
                   maxKeysPerSession,

@@ -223,7 +223,7 @@ class BadInputTableTest {
         row(2, "--root-identity needs TLS (--tls-cert, --tls-key, --tls-ca)",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--bootstrap", "--root-identity", "CN=admin"),
-        row(2, "--max-sessions-per-identity must be between 1 and 10000000; was 0",
+        row(2, "--max-sessions-per-identity must be 1 to 10000000; was 0",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-sessions-per-identity", "0"),
         // limits (issue 13 item 3): each flag's range

@@ -204,17 +204,23 @@ class CoreAclTest {
   }
 
   /**
-   * Opens a watch; returns its error, or null if it was let in. A refusal is waited for as long
-   * as a call may take; a watch that runs is given a second to be refused.
+   * Opens a watch; returns its error, or null if it was let in: it delivered an event of a key the
+   * root writes under it (written again until one arrives, since the watch starts when the node
+   * has registered it).
    */
-  private static Throwable watch(CoreClient client, String key, boolean prefix, boolean refused) throws Exception {
+  private Throwable watch(CoreClient client, String key, boolean prefix, boolean refused) throws Exception {
     CompletableFuture<Throwable> ended = new CompletableFuture<>();
+    CompletableFuture<Void> delivered = new CompletableFuture<>();
     Runnable cancel =
         client.watch(
             WatchRequest.newBuilder().setKey(key).setPrefix(prefix).build(),
             new StreamObserver<WatchResponse>() {
               @Override
-              public void onNext(WatchResponse value) {}
+              public void onNext(WatchResponse value) {
+                if (value.getEventsCount() > 0) {
+                  delivered.complete(null);
+                }
+              }
 
               @Override
               public void onError(Throwable t) {
@@ -227,8 +233,15 @@ class CoreAclTest {
               }
             });
     try {
-      // A watch let in runs until cancelled.
-      return refused ? ended.get(30, TimeUnit.SECONDS) : ended.completeOnTimeout(null, 1, TimeUnit.SECONDS).get();
+      if (refused) {
+        return ended.get(30, TimeUnit.SECONDS);
+      }
+      String probe = prefix ? key + "probe" : key;
+      await("an event on the watch, or its end").atMost(Duration.ofSeconds(30)).until(() -> {
+        put(root, probe);
+        return delivered.isDone() || ended.isDone();
+      });
+      return delivered.isDone() ? null : ended.get();
     } finally {
       cancel.run();
     }

@@ -254,23 +254,6 @@ record EtcdUri(
     }
   }
 
-  /** The inverse of {@link #decode} for what the parser would misread. */
-  private static String encode(String value) {
-    StringBuilder s = new StringBuilder();
-    byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
-    for (byte b : utf8) {
-      int c = b & 0xff;
-      if (c <= ' ' || c == '%' || c == '&' || c == '?' || c == '#' || c == 0x7f) {
-        s.append('%').append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
-            .append(Character.toUpperCase(Character.forDigit(c & 15, 16)));
-      } else {
-        s.append((char) c);
-      }
-    }
-    // Bytes of multi-byte characters were appended one by one above; rebuild them as text.
-    return new String(s.toString().getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8);
-  }
-
   private static IllegalArgumentException bad(String uri, String why) {
     return new IllegalArgumentException(
         "etcd backend URI must look like " + FORM + "; " + why + "; was '" + redacted(uri) + "'");
@@ -308,7 +291,7 @@ record EtcdUri(
         {"user", user},
         {"password-file", passwordFile == null ? null : passwordFile.toString()}}) {
       if (p[1] != null) {
-        s.append(sep).append(p[0]).append('=').append(encode(p[1]));
+        s.append(sep).append(p[0]).append('=').append(UriEscapes.encode(p[1]));
         sep = '&';
       }
     }

@@ -29,16 +29,21 @@ public record AccessSettings(String rootIdentity, int maxSessionsPerIdentity) {
    */
   public AccessSettings {
     if (rootIdentity != null) {
-      ClientIdentity root = ClientIdentity.parse(rootIdentity);
+      ClientIdentity root;
+      try {
+        root = ClientIdentity.parse(rootIdentity);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("--root-identity: " + e.getMessage(), e);
+      }
       if (root.isAnonymous()) {
         throw new IllegalArgumentException(
-            "root identity must be a certificate subject such as \"CN=admin,O=Acme\", not " + ClientIdentity.ANONYMOUS_NAME);
+            "--root-identity must be a certificate subject such as \"CN=admin,O=Acme\", not " + ClientIdentity.ANONYMOUS_NAME);
       }
       rootIdentity = root.stored();
     }
     if (maxSessionsPerIdentity < 1 || maxSessionsPerIdentity > MAX_SESSIONS_PER_IDENTITY) {
       throw new IllegalArgumentException(
-          "max sessions per identity must be 1 to " + MAX_SESSIONS_PER_IDENTITY + "; was " + maxSessionsPerIdentity);
+          "--max-sessions-per-identity must be 1 to " + MAX_SESSIONS_PER_IDENTITY + "; was " + maxSessionsPerIdentity);
     }
   }
 

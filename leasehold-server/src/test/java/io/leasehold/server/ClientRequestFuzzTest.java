@@ -70,7 +70,11 @@ class ClientRequestFuzzTest {
 
   @BeforeAll
   static void startNode() throws Exception {
-    cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), "fuzz-requests-"), c -> c);
+    // The most sessions per identity: a long fuzzing run grants more than the default (10,000)
+    // with one identity, and a grant refused over it is refused by the log (it writes an entry),
+    // which refusedAtTheEdge would take for a write after an edge refusal.
+    cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), "fuzz-requests-"),
+        c -> c.withAccess(new AccessSettings(null, AccessSettings.MAX_SESSIONS_PER_IDENTITY)));
     cluster.awaitLeader(Duration.ofSeconds(60));
     Peer peer = cluster.peers().get(0);
     channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).usePlaintext().build();

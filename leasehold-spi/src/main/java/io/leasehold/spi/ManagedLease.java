@@ -48,7 +48,8 @@ import org.slf4j.LoggerFactory;
  *   IDLE ─────────────────▶ ACQUIRING ─────────▶ HELD ──┐ renewals keep it HELD
  *    ▲  ▲   refused, timed out │                   │  ◀─┘
  *    │  └──────────────────────┘                   │ the deadline passes / the store ends it
- *    │  ◀──────────────────────────────────────────┘ (a loss: onLost runs, then IDLE)
+ *    │  ◀──────────────────────────────────────────┘ a loss: IDLE at once, onLost
+ *    │                                                   runs after, on the callback thread
  *    │                release() confirmed, or its deadline passed
  *    └──────────────────────────── RELEASING ◀────── HELD: release()
  *

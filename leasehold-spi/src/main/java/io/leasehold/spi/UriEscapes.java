@@ -13,6 +13,8 @@ import java.nio.charset.StandardCharsets;
  */
 public final class UriEscapes {
 
+  private static final String HEX = "0123456789ABCDEF";
+
   private UriEscapes() {}
 
   /**
@@ -69,7 +71,8 @@ public final class UriEscapes {
     for (int i = 0; i < value.length(); i++) {
       char c = value.charAt(i);
       if (c == '%' || c == '&' || c == '?' || c == '#' || c == ' ' || c < 0x20 || c == 0x7f) {
-        b.append('%').append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
+        // Upper-case hex digits, as RFC 3986 recommends.
+        b.append('%').append(HEX.charAt(c >> 4)).append(HEX.charAt(c & 15));
       } else {
         b.append(c);
       }
