@@ -106,17 +106,15 @@ final class MembershipCommands {
     }
 
     private RuntimeException failure(Throwable cause, String nothingDone) {
-      {
-        Status status = Status.fromThrowable(cause);
-        if (cause instanceof LeaseStoreUnavailableException || cause instanceof LeaseTimeoutException) {
-          return new Failed("no node of " + uri + " answered within --timeout " + Durations.format(timeout) + "; "
-              + nothingDone + ". Is the cluster running? (" + cause.getMessage() + ")");
-        }
-        if (status.getCode() == Status.Code.INVALID_ARGUMENT) {
-          return new ParameterException(spec.commandLine(), status.getDescription());
-        }
-        return new Failed(status.getDescription() != null ? status.getDescription() : String.valueOf(cause.getMessage()));
+      Status status = Status.fromThrowable(cause);
+      if (cause instanceof LeaseStoreUnavailableException || cause instanceof LeaseTimeoutException) {
+        return new Failed("no node of " + uri + " answered within --timeout " + Durations.format(timeout) + "; "
+            + nothingDone + ". Is the cluster running? (" + cause.getMessage() + ")");
       }
+      if (status.getCode() == Status.Code.INVALID_ARGUMENT) {
+        return new ParameterException(spec.commandLine(), status.getDescription());
+      }
+      return new Failed(status.getDescription() != null ? status.getDescription() : String.valueOf(cause.getMessage()));
     }
 
     /**

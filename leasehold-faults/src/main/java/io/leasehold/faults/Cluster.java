@@ -375,17 +375,16 @@ final class Cluster implements StoreCluster {
       Optional<Integer> leader = leader();
       java.util.concurrent.CompletableFuture<String> adding =
           java.util.concurrent.CompletableFuture.supplyAsync(() -> adminOnce("add-node", add, "--timeout", "20s"));
-      if (leader.isPresent() && leader.get() != j) {
+      // j is no member yet, so the leader is another node.
+      if (leader.isPresent()) {
         int l = leader.get();
         Children.kill(processes[l]);
         processes[l] = null;
         detail.put("killed-leader", raftIds[l]);
         sleep(downMillis);
-        launch(l, (String) null);
-        detail.put("add-while-killed", adding.join());
-      } else {
-        detail.put("add-while-killed", adding.join());
+        launch(l, false);
       }
+      detail.put(leader.isPresent() ? "add-while-killed" : "add-no-leader-to-kill", adding.join());
     }
     admin(detail, "add", "add-node", add);
     return detail;

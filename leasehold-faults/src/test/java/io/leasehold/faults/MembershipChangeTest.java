@@ -16,6 +16,7 @@ import io.leasehold.core.proto.MembersResponse;
 import io.leasehold.core.proto.NodeStatus;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
+import io.leasehold.core.proto.RemoveNodeRequest;
 import io.leasehold.core.proto.StatusRequest;
 import io.leasehold.core.proto.StatusResponse;
 import io.leasehold.server.LocalCluster;
@@ -118,7 +119,19 @@ class MembershipChangeTest {
     assertThat(waiting.getTerm()).as("a joining node never campaigns").isZero();
     assertThat(membersOf(n4)).as("a node not added refuses to name members")
         .isInstanceOfSatisfying(Status.class, s -> assertThat(s.getDescription()).contains("not a member"));
-    assertThat(admin("members").out()).doesNotContain("n4");
+    // A membership change asked of the node that is no member is refused at once (UNAVAILABLE: the
+    // client asks another node), not left waiting for a change it can never see.
+    Object removeViaN4;
+    try {
+      removeViaN4 = n4.<MembersResponse>call((st, o) -> st.removeNode(RemoveNodeRequest.newBuilder().setId("n3").build(), o))
+          .get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      removeViaN4 = Status.fromThrowable(e.getCause().getCause() != null ? e.getCause().getCause() : e.getCause());
+    }
+    assertThat(removeViaN4).isInstanceOfSatisfying(Status.class, s -> assertThat(s.getDescription()).contains("not a member"));
+    Cli listed = admin("members");
+    assertThat(listed.exitCode()).as(listed.toString()).isZero();
+    assertThat(listed.out()).contains("n1=", "n2=").doesNotContain("n4");
 
     Cli nobody = admin("add-node", "n5=127.0.0.1:" + LocalCluster.freePortPair(), "--timeout", "10s");
     assertThat(nobody.exitCode()).as(nobody.toString()).isEqualTo(1);

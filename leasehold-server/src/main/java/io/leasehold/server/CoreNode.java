@@ -350,15 +350,7 @@ public final class CoreNode implements AutoCloseable {
   }
 
   private static List<RaftPeer> raftPeers(List<Peer> peers) {
-    return peers.stream()
-        .map(
-            p ->
-                RaftPeer.newBuilder()
-                    .setId(p.id())
-                    // Ratis's own client protocol shares the Raft port; ours is on clientPort.
-                    .setAddress(p.host() + ":" + p.raftPort())
-                    .build())
-        .toList();
+    return peers.stream().map(MembershipChanges::raftPeer).toList();
   }
 
   /** The file that keeps a bootstrap's --root-identity until the log holds it (a crash before). */
