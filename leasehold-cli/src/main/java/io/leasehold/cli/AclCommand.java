@@ -9,6 +9,7 @@ import io.leasehold.core.proto.AclGrantResponse;
 import io.leasehold.core.proto.AclListResponse;
 import io.leasehold.core.proto.AclRevokeResponse;
 import io.leasehold.core.proto.AclRight;
+import io.leasehold.core.proto.AclRights;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -65,24 +66,46 @@ final class AclCommand implements Callable<Integer> {
         description = "How long each node has to answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
-    /** {@return the call's answer, or an exit status after printing one line: 1 refused or unreachable} */
-    <T> Object send(String what, Function<CoreClient, CompletableFuture<T>> call) throws InterruptedException {
+    /** The command's one line when the cluster refused it or did not answer (exit 1). */
+    static final class Refused extends RuntimeException {
+      private static final long serialVersionUID = 1L;
+
+      Refused(String line) {
+        super(line, null, false, false);
+      }
+    }
+
+    abstract String name();
+
+    /** Runs the command; {@link #send} throws {@link Refused} when the cluster says no. */
+    abstract int run(PrintWriter out) throws InterruptedException;
+
+    @Override
+    public final Integer call() throws InterruptedException {
+      try {
+        return run(spec.commandLine().getOut());
+      } catch (Refused r) {
+        PrintWriter err = spec.commandLine().getErr();
+        err.println("leasehold acl " + name() + ": " + r.getMessage());
+        err.flush();
+        return 1;
+      }
+    }
+
+    /** {@return the call's answer}; a refusal or no answer is thrown as {@link Refused} */
+    <T> T send(Function<CoreClient, CompletableFuture<T>> call) throws InterruptedException {
       String uri = Backends.orDefault(backend);
       CoreTarget target = Backends.coreTarget(spec.commandLine(), backend, uri, "acl works on the consistent core only");
       Durations.requireBetween(spec.commandLine(), "--timeout", timeout, StatusCommand.MIN_TIMEOUT, StatusCommand.MAX_TIMEOUT);
-      PrintWriter err = spec.commandLine().getErr();
       try (CoreClient client = new CoreClient(target.endpoints(), timeout, target.tls())) {
         return call.apply(client).get();
       } catch (ExecutionException e) {
         Throwable cause = e.getCause();
         if (cause instanceof LeaseStoreUnavailableException) {
-          err.println("leasehold acl " + what + ": no node of " + uri + " answered (" + Errors.describe(cause) + "); nothing"
-              + " was changed. " + Backends.unreachableHint(uri));
-        } else {
-          err.println("leasehold acl " + what + ": " + Errors.describe(cause));
+          throw new Refused("no node of " + uri + " answered (" + Errors.describe(cause) + "); nothing was changed. "
+              + Backends.unreachableHint(uri));
         }
-        err.flush();
-        return 1;
+        throw new Refused(Errors.describe(cause));
       }
     }
   }
@@ -103,9 +126,9 @@ final class AclCommand implements Callable<Integer> {
     AclEntry entry() {
       AclRight parsed;
       try {
-        parsed = AclCalls.right(right);
+        parsed = AclRights.parse(right);
       } catch (IllegalArgumentException e) {
-        throw new ParameterException(spec.commandLine(), "RIGHT " + e.getMessage().substring("right ".length()));
+        throw new ParameterException(spec.commandLine(), "RIGHT " + e.getMessage());
       }
       String normal;
       try {
@@ -121,7 +144,7 @@ final class AclCommand implements Callable<Integer> {
     }
 
     static String describe(AclEntry e) {
-      return e.getIdentity() + " " + AclCalls.word(e.getRight()) + " " + (e.getPrefix().isEmpty() ? "(all)" : "\"" + e.getPrefix() + "\"");
+      return e.getIdentity() + " " + AclRights.word(e.getRight()) + " " + (e.getPrefix().isEmpty() ? "(all)" : "\"" + e.getPrefix() + "\"");
     }
   }
 
@@ -133,14 +156,15 @@ final class AclCommand implements Callable<Integer> {
           + " answered, 2 for bad options.")
   static final class Grant extends EntryCommand {
     @Override
-    public Integer call() throws InterruptedException {
+    String name() {
+      return "grant";
+    }
+
+    @Override
+    int run(PrintWriter out) throws InterruptedException {
       AclEntry entry = entry();
-      Object answer = send("grant", c -> AclCalls.grant(c, entry));
-      if (answer instanceof Integer status) {
-        return status;
-      }
-      PrintWriter out = spec.commandLine().getOut();
-      out.println((((AclGrantResponse) answer).getAdded() ? "granted: " : "already granted: ") + describe(entry));
+      AclGrantResponse answer = send(c -> AclCalls.grant(c, entry));
+      out.println((answer.getAdded() ? "granted: " : "already granted: ") + describe(entry));
       out.flush();
       return 0;
     }
@@ -154,19 +178,17 @@ final class AclCommand implements Callable<Integer> {
           + " revoked) or no node answered, 2 for bad options. Each node applies it as it applies the log.")
   static final class Revoke extends EntryCommand {
     @Override
-    public Integer call() throws InterruptedException {
+    String name() {
+      return "revoke";
+    }
+
+    @Override
+    int run(PrintWriter out) throws InterruptedException {
       AclEntry entry = entry();
-      Object answer = send("revoke", c -> AclCalls.revoke(c, entry));
-      if (answer instanceof Integer status) {
-        return status;
+      AclRevokeResponse answer = send(c -> AclCalls.revoke(c, entry));
+      if (!answer.getRemoved()) {
+        throw new Refused("the ACL holds no entry " + describe(entry) + "; see `leasehold acl list`");
       }
-      if (!((AclRevokeResponse) answer).getRemoved()) {
-        PrintWriter err = spec.commandLine().getErr();
-        err.println("leasehold acl revoke: the ACL holds no entry " + describe(entry) + "; see `leasehold acl list`");
-        err.flush();
-        return 1;
-      }
-      PrintWriter out = spec.commandLine().getOut();
       out.println("revoked: " + describe(entry));
       out.flush();
       return 0;
@@ -180,13 +202,13 @@ final class AclCommand implements Callable<Integer> {
       description = "Exits 0, 1 if refused or no node answered, 2 for bad options.")
   static final class ListEntries extends Base {
     @Override
-    public Integer call() throws InterruptedException {
-      Object answer = send("list", AclCalls::list);
-      if (answer instanceof Integer status) {
-        return status;
-      }
-      AclListResponse list = (AclListResponse) answer;
-      PrintWriter out = spec.commandLine().getOut();
+    String name() {
+      return "list";
+    }
+
+    @Override
+    int run(PrintWriter out) throws InterruptedException {
+      AclListResponse list = send(AclCalls::list);
       if (!list.getEnabled()) {
         out.println("access control is off (the cluster was bootstrapped without --root-identity): every client may do everything");
       } else {

@@ -143,7 +143,7 @@ class CoreAclTest {
   }
 
   private void grant(String identity, String right, String prefix) throws Exception {
-    AclCalls.grant(root, AclCalls.entry(identity, AclCalls.right(right), prefix)).get(30, TimeUnit.SECONDS);
+    AclCalls.grant(root, AclCalls.entry(identity, io.leasehold.core.proto.AclRights.parse(right), prefix)).get(30, TimeUnit.SECONDS);
   }
 
   /**

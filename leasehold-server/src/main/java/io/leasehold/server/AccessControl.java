@@ -2,6 +2,7 @@ package io.leasehold.server;
 
 import io.grpc.Status;
 import io.leasehold.core.proto.AclRight;
+import io.leasehold.core.proto.AclRights;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.WatchRequest;
@@ -181,7 +182,7 @@ final class AccessControl {
   private static Status missing(ClientIdentity identity, AclRight right, String what, String name, boolean prefix) {
     return denied(
         identity,
-        "has no right \"" + AclTable.name(right) + "\" on the " + what + " \"" + name + "\" (no ACL entry grants it on "
+        "has no right \"" + AclRights.word(right) + "\" on the " + what + " \"" + name + "\" (no ACL entry grants it on "
             + (prefix ? "this prefix or a shorter one" : "a prefix of it") + ")");
   }
 

@@ -133,25 +133,4 @@ final class AclTable {
   boolean hasAnyRight(String identity) {
     return root.isEmpty() || root.equals(identity) || byIdentity.containsKey(identity);
   }
-
-  /** {@return the right as users write it: lease, read, write, watch, admin} */
-  static String name(AclRight right) {
-    return switch (right) {
-      case ACL_RIGHT_LEASE -> "lease";
-      case ACL_RIGHT_READ -> "read";
-      case ACL_RIGHT_WRITE -> "write";
-      case ACL_RIGHT_WATCH -> "watch";
-      case ACL_RIGHT_ADMIN -> "admin";
-      default -> right.name();
-    };
-  }
-
-  /** The rights users may name, in order. */
-  static final List<AclRight> RIGHTS =
-      List.of(
-          AclRight.ACL_RIGHT_LEASE,
-          AclRight.ACL_RIGHT_READ,
-          AclRight.ACL_RIGHT_WRITE,
-          AclRight.ACL_RIGHT_WATCH,
-          AclRight.ACL_RIGHT_ADMIN);
 }

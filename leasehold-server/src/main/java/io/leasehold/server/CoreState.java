@@ -9,6 +9,7 @@ import io.leasehold.core.proto.AclListResponse;
 import io.leasehold.core.proto.AclRevokeRequest;
 import io.leasehold.core.proto.AclRevokeResponse;
 import io.leasehold.core.proto.AclRight;
+import io.leasehold.core.proto.AclRights;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
@@ -826,8 +827,8 @@ public final class CoreState {
    * it is fine} The edge refuses such an entry; the log and snapshot loading refuse it again.
    */
   static String aclEntryProblem(AclEntry entry) {
-    if (!AclTable.RIGHTS.contains(entry.getRight())) {
-      return "right must be one of lease, read, write, watch, admin; was " + entry.getRightValue();
+    if (!AclRights.ALL.contains(entry.getRight())) {
+      return "right must be one of " + AclRights.WORDS + "; was " + entry.getRightValue();
     }
     if (entry.getRight() == AclRight.ACL_RIGHT_ADMIN && !entry.getPrefix().isEmpty()) {
       return "prefix must be empty for the right admin (it is not per prefix); was \"" + entry.getPrefix() + "\"";
