@@ -161,18 +161,16 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     ClientIdentity identity = ClientIdentity.current();
     for (int i = 0; i < count; i++) {
       int at = i;
-      Command command = command(request.getOps(i), identity);
-      String problem = command == null ? "ops[" + i + "] names no write" : problem(command);
-      Status denied = problem == null ? access.write(identity, command) : null;
-      String over = problem == null && denied == null ? limits.overLimit(command) : null;
+      Command.Builder builder = command(request.getOps(i));
+      Command command = builder == null ? null : stamped(builder, identity);
+      Status refusal =
+          command == null
+              ? Status.INVALID_ARGUMENT.withDescription("ops[" + i + "] names no write")
+              : refusal(identity, command);
       CompletableFuture<BatchResult> result =
-          problem != null
-              ? CompletableFuture.completedFuture(error(Status.Code.INVALID_ARGUMENT, problem))
-              : denied != null
-                  ? CompletableFuture.completedFuture(error(denied.getCode(), denied.getDescription()))
-              : over != null
-                  ? CompletableFuture.completedFuture(error(Status.Code.RESOURCE_EXHAUSTED, over))
-                  : write(command).handle(ClientService::result);
+          refusal != null
+              ? CompletableFuture.completedFuture(error(refusal.getCode(), refusal.getDescription()))
+              : write(command).handle(ClientService::result);
       result.thenAccept(
           r -> {
             results[at] = r;
@@ -184,11 +182,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     }
   }
 
-  /** {@return the log command a batch op stands for; null when the op names none} */
-  private Command command(BatchOp op, ClientIdentity identity) {
-    Command.Builder c = Command.newBuilder().setIdentity(identity.stored());
+  /** {@return the log command a batch op stands for, not stamped yet; null when the op names none} */
+  private static Command.Builder command(BatchOp op) {
+    Command.Builder c = Command.newBuilder();
     switch (op.getKindCase()) {
-      case GRANT -> c.setGrant(op.getGrant()).setMaxSessionsPerIdentity(maxSessionsPerIdentity);
+      case GRANT -> c.setGrant(op.getGrant());
       case REVOKE -> c.setRevoke(op.getRevoke());
       case PUT -> c.setPut(op.getPut());
       case DELETE -> c.setDelete(op.getDelete());
@@ -199,7 +197,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         return null;
       }
     }
-    return c.build();
+    return c;
   }
 
   /** What a batch op's write answers: the response bytes, or the status its unary call ends with. */
@@ -529,20 +527,38 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
    */
   private <T extends MessageLite> void writeChecked(Command.Builder builder, Parser<T> parser, StreamObserver<T> out) {
     ClientIdentity identity = ClientIdentity.current();
+    Command command = stamped(builder, identity);
+    if (refused(refusal(identity, command), out)) {
+      return;
+    }
+    write(command, parser, out);
+  }
+
+  /** {@return the command as the log gets it: the caller's identity, and for a grant this node's limit} */
+  private Command stamped(Command.Builder builder, ClientIdentity identity) {
     builder.setIdentity(identity.stored());
     if (builder.hasGrant()) {
       builder.setMaxSessionsPerIdentity(maxSessionsPerIdentity);
     }
-    Command command = builder.build();
+    return builder.build();
+  }
+
+  /**
+   * {@return why a write may not go, checked in this order: bad input ({@code INVALID_ARGUMENT}),
+   * no right ({@code PERMISSION_DENIED}), over a limit ({@code RESOURCE_EXHAUSTED}); null when it
+   * may} One place for single writes and batch ops alike.
+   */
+  private Status refusal(ClientIdentity identity, Command command) {
     String problem = problem(command);
     if (problem != null) {
-      invalid(out, problem);
-      return;
+      return Status.INVALID_ARGUMENT.withDescription(problem);
     }
-    if (refused(access.write(identity, command), out) || limits.refused(command, out)) {
-      return;
+    Status denied = access.write(identity, command);
+    if (denied != null) {
+      return denied;
     }
-    write(command, parser, out);
+    String over = limits.overLimit(command);
+    return over == null ? null : Status.RESOURCE_EXHAUSTED.withDescription(over);
   }
 
   /** {@return whether {@code denied} refused the call (and ended it)} */

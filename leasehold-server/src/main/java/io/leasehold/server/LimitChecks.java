@@ -53,20 +53,7 @@ final class LimitChecks {
     return limits;
   }
 
-  /**
-   * Refuses a write over a limit: ends {@code out} with {@code RESOURCE_EXHAUSTED}.
-   *
-   * @return whether it refused (the caller stops there)
-   */
-  boolean refused(Command command, StreamObserver<?> out) {
-    String over = overLimit(command);
-    if (over != null) {
-      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(over).asException());
-    }
-    return over != null;
-  }
-
-  /** Refuses a get over a limit, as {@link #refused(Command, StreamObserver)} does a write. */
+  /** Refuses a get over a limit: ends {@code out} with {@code RESOURCE_EXHAUSTED} (writes: {@link #overLimit}). */
   boolean refused(GetRequest get, StreamObserver<?> out) {
     String over = get.getPrefix() ? null : keyOverLimit(get.getKey());
     if (over != null) {

@@ -25,6 +25,7 @@ import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
 import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.PutRequest;
+import io.leasehold.core.proto.PutResponse;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
 import java.nio.file.Files;
@@ -353,17 +354,28 @@ class LimitsTest {
 
     ByteString value = ByteString.copyFrom(new byte[1024]);
     int puts = 300; // ~300 KiB: far past the 16 KiB window, gRPC's 32 KiB and 20 events
-    List<String> written = new ArrayList<>();
+    // Keys in the order of their revisions (a batch's ops are applied in no fixed order).
+    java.util.TreeMap<Long, String> byRevision = new java.util.TreeMap<>();
     for (int batch = 0; batch < 3; batch++) {
       BatchRequest.Builder b = BatchRequest.newBuilder();
+      List<String> keys = new ArrayList<>();
       for (int i = 0; i < puts / 3; i++) {
         String key = "slow/" + batch + "-" + i;
         b.addOps(BatchOp.newBuilder().setPut(PutRequest.newBuilder().setKey(key).setValue(value)));
-        written.add(key);
+        keys.add(key);
       }
       // Another client is served: nothing waits for the slow watcher.
-      assertThat(stub(other).batch(b.build()).getResultsList()).allMatch(r -> r.hasResponse());
+      List<io.leasehold.core.proto.BatchResult> results = stub(other).batch(b.build()).getResultsList();
+      assertThat(results).allMatch(r -> r.hasResponse());
+      for (int i = 0; i < keys.size(); i++) {
+        try {
+          byRevision.put(PutResponse.parseFrom(results.get(i).getResponse()).getKv().getModRevision(), keys.get(i));
+        } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+          throw new AssertionError(e);
+        }
+      }
     }
+    List<String> written = List.copyOf(byRevision.values());
     assertThat(slow.ended).as("the slow watch ended before it read").isNotDone();
 
     // Now it reads: what the node handed on before it ended the watch, then the status.
