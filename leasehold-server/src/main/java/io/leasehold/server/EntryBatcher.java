@@ -42,6 +42,8 @@ final class EntryBatcher {
   private final Executor replies;
   private final String node;
   private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
+  /** Held from taking an entry until it is appended: entries reach the log in the order taken. */
+  private final Object sendOrder = new Object();
   private int inFlight;
 
   /**
@@ -78,15 +80,21 @@ final class EntryBatcher {
 
   private void sendWhatFits() {
     while (true) {
-      List<Pending> entry;
-      synchronized (this) {
-        if (inFlight >= MAX_ENTRIES_IN_FLIGHT || waiting.isEmpty()) {
-          return;
+      // Entries are appended in the order they were taken, so writes apply in the order they
+      // arrived (a release before the acquire that follows it, see LeaderRefusals): without this,
+      // two threads that each took an entry could append them the other way round. Appending is
+      // quick — Ratis returns once the entry is in the leader's log, before it is replicated.
+      synchronized (sendOrder) {
+        List<Pending> entry;
+        synchronized (this) {
+          if (inFlight >= MAX_ENTRIES_IN_FLIGHT || waiting.isEmpty()) {
+            return;
+          }
+          entry = takeEntry();
+          inFlight++;
         }
-        entry = takeEntry();
-        inFlight++;
+        send(entry);
       }
-      send(entry);
     }
   }
 

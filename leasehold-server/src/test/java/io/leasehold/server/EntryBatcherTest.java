@@ -124,4 +124,66 @@ class EntryBatcherTest {
         .extracting(c -> c.hasBatch() ? "batch" : c.getPut().getKey())
         .containsExactly("small", "big");
   }
+
+  /**
+   * Entries reach the log in the order their writes arrived, also when several threads send
+   * entries at once (each completed entry lets the thread that completed it send the next): a
+   * release and the acquire behind it must not swap places. Four threads complete entries as they
+   * are appended while one writer writes; the appended commands, in append order, are the writes in
+   * arrival order.
+   */
+  @Test
+  void entriesAreAppendedInTheOrderTheirWritesArrivedWhileManyThreadsSendThem() throws Exception {
+    int writes = 20_000;
+    java.util.concurrent.BlockingQueue<Runnable> toComplete = new java.util.concurrent.LinkedBlockingQueue<>();
+    List<String> appendedKeys = new ArrayList<>();
+    EntryBatcher racing =
+        new EntryBatcher(
+            entry -> {
+              CompletableFuture<Reply> f = new CompletableFuture<>();
+              Thread.yield(); // a moment between taking an entry and appending it, as Ratis takes
+              synchronized (appendedKeys) {
+                if (entry.hasBatch()) {
+                  entry.getBatch().getCommandsList().forEach(c -> appendedKeys.add(c.getPut().getKey()));
+                } else {
+                  appendedKeys.add(entry.getPut().getKey());
+                }
+              }
+              toComplete.add(() -> f.complete(answer(entry)));
+              return f;
+            },
+            Runnable::run,
+            "n1");
+    List<Thread> completers = new ArrayList<>();
+    for (int t = 0; t < 4; t++) {
+      Thread c =
+          new Thread(
+              () -> {
+                try {
+                  while (true) {
+                    toComplete.take().run();
+                  }
+                } catch (InterruptedException e) {
+                  // the test is over
+                }
+              });
+      c.setDaemon(true);
+      c.start();
+      completers.add(c);
+    }
+    try {
+      List<CompletableFuture<Reply>> replies = new ArrayList<>();
+      List<String> expected = new ArrayList<>();
+      for (int i = 0; i < writes; i++) {
+        expected.add("w" + i);
+        replies.add(racing.write(put("w" + i)));
+      }
+      CompletableFuture.allOf(replies.toArray(CompletableFuture[]::new)).get(20, TimeUnit.SECONDS);
+      synchronized (appendedKeys) {
+        assertThat(appendedKeys).containsExactlyElementsOf(expected);
+      }
+    } finally {
+      completers.forEach(Thread::interrupt);
+    }
+  }
 }
