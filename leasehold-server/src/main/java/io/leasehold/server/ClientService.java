@@ -583,7 +583,8 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   /**
    * Sends {@code command} through the log, unless it is an acquire that the leader can refuse
-   * from its own state ({@link LeaderRefusals}): the log would refuse it too.
+   * from its own state ({@link LeaderRefusals}): the log would refuse it too. A release is noted
+   * there while it is on its way, so that contenders' acquires follow it into the log.
    */
   private CompletableFuture<Reply> write(Command command) {
     if (command.hasAcquire()) {
@@ -593,10 +594,19 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       }
     }
     long received = System.nanoTime();
+    Runnable freed = refusals.freeing(command);
+    CompletableFuture<Reply> sent;
+    try {
+      sent = raft.write(command);
+    } catch (RuntimeException e) {
+      freed.run();
+      throw e;
+    }
     // Counted here, where a write reaches the log, for unary and Batch calls alike.
-    return raft.write(command)
+    return sent
         .whenComplete(
             (r, error) -> {
+              freed.run();
               counters.writes.increment();
               counters.writeNanos.add(System.nanoTime() - received);
             });
