@@ -122,6 +122,14 @@ final class RollingRestart {
         trickle.stop(Trickle.OPERATION_TIMEOUT.plusSeconds(5));
         before = Trickle.histogram(trickle.startedBetween(rollStart - params.settle().toNanos(), rollStart));
         during = trickle.startedBetween(rollStart, rollEnd);
+        for (int i = 0; i < nodes.size(); i++) {
+          long sigterm = (long) nodes.get(i).get("sigterm_nanos");
+          long until = i + 1 < nodes.size() ? (long) nodes.get(i + 1).get("sigterm_nanos") : rollEnd;
+          worstStall(nodes.get(i), sigterm, trickle.startedBetween(sigterm, until));
+        }
+        for (Map<String, Object> n : nodes) {
+          n.remove("sigterm_nanos"); // a clock reading, not a figure
+        }
         unanswered = trickle.unanswered();
       }
       Histogram stall = Trickle.histogram(during);
@@ -152,6 +160,8 @@ final class RollingRestart {
         r.figure(id + "_stop_ms", id + role + ": SIGTERM -> exited", (double) n.get("stop_ms"), "ms");
         r.figure(id + "_restart_ms", id + ": SIGTERM -> serving again and caught up", (double) n.get("restart_ms"), "ms");
         r.figure(id + "_losses", id + ": leases lost from its SIGTERM until the next one's", (long) n.get("losses_until_next"), "");
+        r.figure(id + "_worst_stall_ms", id + ": worst write stall from its SIGTERM until the next one's, started "
+            + n.get("worst_stall_phase"), (double) n.get("worst_stall_ms"), "ms");
         worstRestart = Math.max(worstRestart, (double) n.get("restart_ms"));
       }
       r.figure("restart_max_ms", "slowest member restart (SIGTERM -> caught up)", nodes.isEmpty() ? Double.NaN : worstRestart, "ms");
@@ -182,6 +192,7 @@ final class RollingRestart {
     Optional<Integer> leader = cluster.leader();
     n.put("led", leader.isPresent() && leader.get() == i);
     long t0 = System.nanoTime();
+    n.put("sigterm_nanos", t0);
     cluster.stop(i);
     long stopped = System.nanoTime();
     n.put("stop_ms", (stopped - t0) / 1e6);
@@ -192,6 +203,35 @@ final class RollingRestart {
     long caughtUp = awaitCaughtUp(i, id);
     n.put("catch_up_ms", (caughtUp - serving) / 1e6);
     n.put("restart_ms", (caughtUp - t0) / 1e6);
+  }
+
+  /**
+   * Adds to {@code n} the slowest of {@code samples} (the trickle's acquires started from this
+   * member's SIGTERM until the next member's) and the step of its restart it started in: which
+   * step stalls writes (the hand-over, the member's absence, its start or its catch-up) says where
+   * to look.
+   */
+  private static void worstStall(Map<String, Object> n, long sigterm, List<Trickle.Sample> samples) {
+    Trickle.Sample worst = null;
+    for (Trickle.Sample s : samples) {
+      if (worst == null || s.latencyNanos() > worst.latencyNanos()) {
+        worst = s;
+      }
+    }
+    if (worst == null) {
+      n.put("worst_stall_ms", Double.NaN);
+      n.put("worst_stall_phase", "(no acquire started)");
+      return;
+    }
+    double at = (worst.startNanos() - sigterm) / 1e6;
+    double stopped = (double) n.get("stop_ms");
+    double serving = stopped + (double) n.get("start_ms");
+    double caughtUp = (double) n.get("restart_ms");
+    String phase =
+        at < stopped ? "while it stopped" : at < serving ? "while it was down or starting" : at < caughtUp ? "while it caught up" : "after it caught up";
+    n.put("worst_stall_ms", worst.latencyNanos() / 1e6);
+    n.put("worst_stall_started_ms_after_sigterm", at);
+    n.put("worst_stall_phase", phase);
   }
 
   /**
