@@ -11,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -228,9 +227,10 @@ final class LeaderFailover {
 
   /**
    * Whether member {@code i} serves again. On a store that tells its applied index (the core):
-   * once it has applied what the leader has — a lease acquired "through member i" proves nothing
-   * there, since the core's client learns the other members and fails over to them. On the others:
-   * a lease acquired through a client of that member alone.
+   * once it has applied what the leader had ({@link ManagedCluster#awaitCaughtUp}) — a lease
+   * acquired "through member i" proves nothing there, since the core's client learns the other
+   * members and fails over to them. On the others: a lease acquired through a client of that
+   * member alone.
    */
   private boolean memberServes(int i, long deadline) throws InterruptedException {
     while (System.nanoTime() - deadline < 0) {
@@ -238,22 +238,17 @@ final class LeaderFailover {
         TimeUnit.MILLISECONDS.sleep(100);
         continue;
       }
-      OptionalLong applied = cluster.appliedIndex(i);
-      Optional<Integer> leader = applied.isPresent() ? cluster.leader() : Optional.empty();
-      OptionalLong target = leader.isPresent() ? cluster.appliedIndex(leader.get()) : OptionalLong.empty();
-      if (applied.isPresent() && target.isPresent() && applied.getAsLong() >= target.getAsLong()) {
-        return true;
+      if (cluster.tellsAppliedIndex()) {
+        return cluster.awaitCaughtUp(i, deadline);
       }
-      if (applied.isEmpty()) {
-        try (LeaseBackend b = memberClients.apply(i).open();
-            Lease l = b.newLease(LeaseSettings.builder("bench-health-" + runId, "bench-health-" + i).ttl(params.ttl()).build())) {
-          if (l.acquire().get(params.ttl().toMillis() * 3, TimeUnit.MILLISECONDS)) {
-            l.release().get(params.ttl().toMillis() * 3, TimeUnit.MILLISECONDS);
-            return true;
-          }
-        } catch (ExecutionException | TimeoutException | RuntimeException e) {
-          // not serving yet
+      try (LeaseBackend b = memberClients.apply(i).open();
+          Lease l = b.newLease(LeaseSettings.builder("bench-health-" + runId, "bench-health-" + i).ttl(params.ttl()).build())) {
+        if (l.acquire().get(params.ttl().toMillis() * 3, TimeUnit.MILLISECONDS)) {
+          l.release().get(params.ttl().toMillis() * 3, TimeUnit.MILLISECONDS);
+          return true;
         }
+      } catch (ExecutionException | TimeoutException | RuntimeException e) {
+        // not serving yet
       }
       TimeUnit.MILLISECONDS.sleep(100);
     }

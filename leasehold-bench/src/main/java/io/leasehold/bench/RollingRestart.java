@@ -11,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -56,7 +55,6 @@ final class RollingRestart {
       Duration catchUpTimeout) {}
 
   private static final int SETUP_ATTEMPTS = 3;
-  private static final long POLL_MILLIS = 50;
 
   private final ManagedCluster cluster;
   private final ClientFactory clients;
@@ -236,37 +234,15 @@ final class RollingRestart {
 
   /**
    * Waits until member {@code i} has applied what the leader had applied once {@code i} served
-   * again (the command runs on the core only, which tells it; a status call that times out is
-   * asked again, never taken for "caught up"). {@return when}
+   * again ({@link ManagedCluster#awaitCaughtUp}; the command runs on the core only, which tells
+   * it). {@return when}
    */
   private long awaitCaughtUp(int i, String id) throws InterruptedException {
-    long deadline = System.nanoTime() + params.catchUpTimeout().toNanos();
-    OptionalLong target = OptionalLong.empty();
-    while (target.isEmpty()) {
-      Optional<Integer> leader = cluster.leader();
-      if (leader.isPresent()) {
-        target = cluster.appliedIndex(leader.get());
-      }
-      if (target.isEmpty()) {
-        failAfter(deadline, id + ": no leader told its applied index");
-        TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
-      }
+    if (!cluster.awaitCaughtUp(i, System.nanoTime() + params.catchUpTimeout().toNanos())) {
+      throw new IllegalStateException("rolling-restart: " + id + " did not apply what the leader had applied when it"
+          + " came back within " + Durations.format(params.catchUpTimeout()));
     }
-    while (true) {
-      OptionalLong applied = cluster.appliedIndex(i);
-      if (applied.isPresent() && applied.getAsLong() >= target.getAsLong()) {
-        return System.nanoTime();
-      }
-      failAfter(deadline, id + " did not apply up to index " + target.getAsLong() + " (at "
-          + (applied.isPresent() ? applied.getAsLong() : "unknown") + ")");
-      TimeUnit.MILLISECONDS.sleep(POLL_MILLIS);
-    }
-  }
-
-  private void failAfter(long deadline, String what) {
-    if (System.nanoTime() - deadline > 0) {
-      throw new IllegalStateException("rolling-restart: " + what + " within " + Durations.format(params.catchUpTimeout()));
-    }
+    return System.nanoTime();
   }
 
   private static long alive(Lease[] leases) {

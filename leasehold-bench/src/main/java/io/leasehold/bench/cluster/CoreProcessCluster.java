@@ -157,6 +157,11 @@ final class CoreProcessCluster extends ProcessCluster {
   }
 
   @Override
+  public boolean tellsAppliedIndex() {
+    return true;
+  }
+
+  @Override
   public OptionalLong appliedIndex(int i) {
     slot(i);
     if (!running(i)) {

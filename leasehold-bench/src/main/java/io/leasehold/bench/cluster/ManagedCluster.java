@@ -3,6 +3,7 @@ package io.leasehold.bench.cluster;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A store cluster the benchmark started itself, as child processes on loopback, so that it can
@@ -87,6 +88,50 @@ public interface ManagedCluster extends AutoCloseable {
   default OptionalLong appliedIndex(int i) {
     return OptionalLong.empty();
   }
+
+  /** {@return whether {@link #appliedIndex} tells anything: then {@link #awaitCaughtUp} can be used} */
+  default boolean tellsAppliedIndex() {
+    return false;
+  }
+
+  /**
+   * Waits until member {@code i} has applied what the leader had applied when the wait began.
+   * The leader's index is read once, first: under writes it moves on, and a member compared with
+   * the leader's index of the moment (read after the member's) would seem behind for ever. A
+   * member or leader that does not answer is asked again, never taken for caught up. Only for
+   * clusters that {@linkplain #tellsAppliedIndex tell their applied index}.
+   *
+   * @param deadline System.nanoTime() after which it stops waiting
+   * @return whether the member caught up before the deadline
+   */
+  default boolean awaitCaughtUp(int i, long deadline) throws InterruptedException {
+    OptionalLong target = OptionalLong.empty();
+    while (target.isEmpty()) {
+      Optional<Integer> leader = leader();
+      if (leader.isPresent()) {
+        target = appliedIndex(leader.get());
+      }
+      if (target.isEmpty()) {
+        if (System.nanoTime() - deadline > 0) {
+          return false;
+        }
+        TimeUnit.MILLISECONDS.sleep(CATCH_UP_POLL_MILLIS);
+      }
+    }
+    while (true) {
+      OptionalLong applied = appliedIndex(i);
+      if (applied.isPresent() && applied.getAsLong() >= target.getAsLong()) {
+        return true;
+      }
+      if (System.nanoTime() - deadline > 0) {
+        return false;
+      }
+      TimeUnit.MILLISECONDS.sleep(CATCH_UP_POLL_MILLIS);
+    }
+  }
+
+  /** How often {@link #awaitCaughtUp} asks. */
+  long CATCH_UP_POLL_MILLIS = 50;
 
   /** Kills every member and deletes the data directories. */
   @Override
