@@ -29,9 +29,12 @@ class LauncherScriptTest {
       #!/usr/bin/env bash
       echo "mvn $*" >> "$STUB_LOG"
       mkdir -p leasehold-cli/target
+      if [ -e building ]; then echo "overlap" >> "$STUB_LOG"; fi
+      touch building
       case "$STUB_MVN" in
-        interrupted) printf 'PK\\003\\004half a jar' > leasehold-cli/target/leasehold.jar; exit 130 ;;
-        *) printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar ;;
+        slow) sleep 2; printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar; rm -f building ;;
+        interrupted) rm -f building; printf 'PK\\003\\004half a jar' > leasehold-cli/target/leasehold.jar; exit 130 ;;
+        *) printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar; rm -f building ;;
       esac
       """;
 
@@ -104,21 +107,51 @@ class LauncherScriptTest {
     assertThat(Files.readAllLines(log)).hasSize(1);
   }
 
+  /**
+   * Two launchers started together in a checkout whose jar is stale (a second terminal, or two
+   * tools at once): Maven runs once at a time — two builds writing the same target/ directories
+   * broke each other ("cannot find symbol" for generated classes) — and the second, having
+   * waited, finds the jar built and runs it.
+   */
+  @Test
+  void twoLaunchersStartedTogetherBuildOnceAndBothRun() throws Exception {
+    Process first = start("slow", "1");
+    Process second = start("slow", "2");
+    Result a = end(first, "1");
+    Result b = end(second, "2");
+
+    assertThat(a.status).as("first; stderr: %s", a.err).isZero();
+    assertThat(b.status).as("second; stderr: %s", b.err).isZero();
+    assertThat(a.out).startsWith("ran ");
+    assertThat(b.out).startsWith("ran ");
+    assertThat(Files.readAllLines(log)).as("Maven runs").containsExactly("mvn " + MVN_ARGS);
+  }
+
+  private static final String MVN_ARGS =
+      "-B -q -ntp -Dstyle.color=never -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -pl leasehold-cli -am package";
+
   private record Result(int status, String out, String err) {}
 
   private Result launch(String mvnMode) throws Exception {
+    return end(start(mvnMode, ""), "");
+  }
+
+  private Process start(String mvnMode, String tag) throws IOException {
     ProcessBuilder pb = new ProcessBuilder("bash", root.resolve("leasehold").toString(), "status");
     pb.environment().put("PATH", tmp.resolve("bin") + ":" + System.getenv("PATH"));
     pb.environment().put("JAVA_HOME", tmp.resolve("jdk").toString());
     pb.environment().put("STUB_MVN", mvnMode);
     pb.environment().put("STUB_LOG", log.toString());
-    pb.redirectOutput(tmp.resolve("out").toFile()).redirectError(tmp.resolve("err").toFile());
-    Process p = pb.start();
+    pb.redirectOutput(tmp.resolve("out" + tag).toFile()).redirectError(tmp.resolve("err" + tag).toFile());
+    return pb.start();
+  }
+
+  private Result end(Process p, String tag) throws Exception {
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("the launcher ended").isTrue();
     return new Result(
         p.exitValue(),
-        Files.readString(tmp.resolve("out"), StandardCharsets.UTF_8),
-        Files.readString(tmp.resolve("err"), StandardCharsets.UTF_8));
+        Files.readString(tmp.resolve("out" + tag), StandardCharsets.UTF_8),
+        Files.readString(tmp.resolve("err" + tag), StandardCharsets.UTF_8));
   }
 
   private static void executable(Path file, String text) throws IOException {
