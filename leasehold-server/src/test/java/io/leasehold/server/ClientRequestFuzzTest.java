@@ -4,10 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
@@ -30,9 +28,6 @@ import io.leasehold.core.proto.StatusRequest;
 import io.leasehold.core.proto.TransferLeaderRequest;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -65,37 +60,29 @@ class ClientRequestFuzzTest {
           Status.Code.FAILED_PRECONDITION,
           Status.Code.DEADLINE_EXCEEDED);
 
-  private static LocalCluster cluster;
-  private static ManagedChannel channel;
+  private static OneNodeCore core;
 
   @BeforeAll
   static void startNode() throws Exception {
     // The most sessions per identity: a long fuzzing run grants more than the default (10,000)
     // with one identity, and a grant refused over it is refused by the log (it writes an entry),
     // which refusedAtTheEdge would take for a write after an edge refusal.
-    cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), "fuzz-requests-"),
-        c -> c.withAccess(new AccessSettings(null, AccessSettings.MAX_SESSIONS_PER_IDENTITY)));
-    cluster.awaitLeader(Duration.ofSeconds(60));
-    Peer peer = cluster.peers().get(0);
-    channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).usePlaintext().build();
+    core = OneNodeCore.start("fuzz-requests-", c -> c.withAccess(new AccessSettings(null, AccessSettings.MAX_SESSIONS_PER_IDENTITY)));
   }
 
   @AfterAll
   static void stopNode() {
-    if (channel != null) {
-      channel.shutdownNow();
-    }
-    if (cluster != null) {
-      cluster.close();
+    if (core != null) {
+      core.close();
     }
   }
 
   private static LeaseholdGrpc.LeaseholdBlockingStub stub() {
-    return LeaseholdGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    return core.stub();
   }
 
   private static long writes() {
-    return cluster.node(0).orElseThrow().snapshot().writes();
+    return core.writes();
   }
 
   @FuzzTest
@@ -181,7 +168,7 @@ class ClientRequestFuzzTest {
   private static void watch(WatchRequest request) throws InterruptedException {
     CompletableFuture<Status> ended = new CompletableFuture<>();
     CompletableFuture<ClientCallStreamObserver<WatchRequest>> call = new CompletableFuture<>();
-    LeaseholdGrpc.newStub(channel)
+    LeaseholdGrpc.newStub(core.channel())
         .watch(
             request,
             new ClientResponseObserver<WatchRequest, WatchResponse>() {
@@ -218,7 +205,7 @@ class ClientRequestFuzzTest {
   private static void keepAlive(KeepAliveRequest request) {
     CompletableFuture<Object> answer = new CompletableFuture<>();
     StreamObserver<KeepAliveRequest> out =
-        LeaseholdGrpc.newStub(channel)
+        LeaseholdGrpc.newStub(core.channel())
             .withDeadlineAfter(60, TimeUnit.SECONDS)
             .keepAlive(
                 new StreamObserver<KeepAliveResponse>() {

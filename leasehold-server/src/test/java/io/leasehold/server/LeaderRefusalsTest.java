@@ -3,8 +3,6 @@ package io.leasehold.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
-import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.BatchOp;
@@ -18,10 +16,6 @@ import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.server.state.Command;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -38,34 +32,26 @@ class LeaderRefusalsTest {
 
   private static final AtomicLong NAMES = new AtomicLong();
 
-  private static LocalCluster cluster;
-  private static ManagedChannel channel;
+  private static OneNodeCore core;
 
   @BeforeAll
   static void startNode() throws Exception {
-    cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), "refusals-"), c -> c);
-    cluster.awaitLeader(Duration.ofSeconds(60));
-    Peer node = cluster.peers().get(0);
-    channel = NettyChannelBuilder.forAddress(node.host(), node.clientPort()).usePlaintext().build();
+    core = OneNodeCore.start("refusals-", c -> c);
   }
 
   @AfterAll
   static void stopNode() {
-    if (channel != null) {
-      channel.shutdownNow();
-    }
-    if (cluster != null) {
-      cluster.close();
+    if (core != null) {
+      core.close();
     }
   }
 
   private static LeaseholdGrpc.LeaseholdBlockingStub stub() {
-    return LeaseholdGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    return core.stub();
   }
 
-  /** {@return the writes the node sent to its log so far} */
   private static long writes() {
-    return cluster.node(0).orElseThrow().snapshot().writes();
+    return core.writes();
   }
 
   private static long session() {
