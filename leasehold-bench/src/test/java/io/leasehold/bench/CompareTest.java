@@ -231,6 +231,13 @@ class CompareTest {
     Outcome alone = new Outcome(Compare.Params.defaults(false));
     alone.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
     assertThat(verdict(alone.table(), "RSS").verdict()).isEqualTo("n/a");
+    // Too few leases for a figure per lease (--quick holds 10,000; a run may hold 1): not judged.
+    Outcome few = new Outcome(Compare.Params.defaults(true));
+    few.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
+    few.run(0, "etcd", figures("hold", "server_rss_per_lease_bytes", 3_000));
+    CompareTargets.Verdict fewVerdict = verdict(few.table(), "RSS");
+    assertThat(fewVerdict.verdict()).isEqualTo("n/a");
+    assertThat(fewVerdict.detail()).contains("this run held 10,000 leases", "judged at 100,000");
   }
 
   @Test
