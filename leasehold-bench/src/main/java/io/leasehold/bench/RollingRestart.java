@@ -121,12 +121,9 @@ final class RollingRestart {
         before = Trickle.histogram(trickle.startedBetween(rollStart - params.settle().toNanos(), rollStart));
         during = trickle.startedBetween(rollStart, rollEnd);
         for (int i = 0; i < nodes.size(); i++) {
-          long sigterm = (long) nodes.get(i).get("sigterm_nanos");
-          long until = i + 1 < nodes.size() ? (long) nodes.get(i + 1).get("sigterm_nanos") : rollEnd;
+          long sigterm = sigtermNanos(nodes.get(i), rollStart);
+          long until = i + 1 < nodes.size() ? sigtermNanos(nodes.get(i + 1), rollStart) : rollEnd;
           worstStall(nodes.get(i), sigterm, trickle.startedBetween(sigterm, until));
-        }
-        for (Map<String, Object> n : nodes) {
-          n.remove("sigterm_nanos"); // a clock reading, not a figure
         }
         unanswered = trickle.unanswered();
       }
@@ -190,7 +187,6 @@ final class RollingRestart {
     Optional<Integer> leader = cluster.leader();
     n.put("led", leader.isPresent() && leader.get() == i);
     long t0 = System.nanoTime();
-    n.put("sigterm_nanos", t0);
     cluster.stop(i);
     long stopped = System.nanoTime();
     n.put("stop_ms", (stopped - t0) / 1e6);
@@ -201,6 +197,11 @@ final class RollingRestart {
     long caughtUp = awaitCaughtUp(i, id);
     n.put("catch_up_ms", (caughtUp - serving) / 1e6);
     n.put("restart_ms", (caughtUp - t0) / 1e6);
+  }
+
+  /** {@return when node {@code n} was sent its SIGTERM, on System.nanoTime(), from its {@code sigterm_at_ms}} */
+  private static long sigtermNanos(Map<String, Object> n, long rollStart) {
+    return rollStart + (long) ((double) n.get("sigterm_at_ms") * 1e6);
   }
 
   /**

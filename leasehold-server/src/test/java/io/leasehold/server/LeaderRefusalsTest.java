@@ -11,7 +11,6 @@ import io.leasehold.core.proto.BatchResponse;
 import io.leasehold.core.proto.BatchResult;
 import io.leasehold.core.proto.DeleteRequest;
 import io.leasehold.core.proto.GrantRequest;
-import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.ReleaseRequest;
 import io.leasehold.core.proto.ReleaseResponse;
@@ -46,16 +45,8 @@ class LeaderRefusalsTest {
     }
   }
 
-  private static LeaseholdGrpc.LeaseholdBlockingStub stub() {
-    return core.stub();
-  }
-
-  private static long writes() {
-    return core.writes();
-  }
-
   private static long session() {
-    return stub().grant(GrantRequest.newBuilder().setTtlMillis(60_000).build()).getSessionId();
+    return core.stub().grant(GrantRequest.newBuilder().setTtlMillis(60_000).build()).getSessionId();
   }
 
   private static AcquireRequest acquire(String name, String holder, long session) {
@@ -71,14 +62,14 @@ class LeaderRefusalsTest {
     String name = freshName();
     long a = session();
     long b = session();
-    long token = stub().acquire(acquire(name, "a", a)).getToken();
-    assertThat(stub().acquire(acquire(name, "b", b)).getAcquired()).as("held by a: refused").isFalse();
+    long token = core.stub().acquire(acquire(name, "a", a)).getToken();
+    assertThat(core.stub().acquire(acquire(name, "b", b)).getAcquired()).as("held by a: refused").isFalse();
 
     // One call, so the acquire reaches the node while the release is on its way through the log
     // (ops are sent to the log in the order given): without the exception, the leader's state still
     // shows a as the holder and refuses b at once.
     BatchResponse answers =
-        stub()
+        core.stub()
             .batch(
                 BatchRequest.newBuilder()
                     .addOps(BatchOp.newBuilder().setRelease(ReleaseRequest.newBuilder().setName(name).setHolder("a").setToken(token)))
@@ -97,15 +88,15 @@ class LeaderRefusalsTest {
     long a = session();
     long b = session();
     long c = session();
-    long token = stub().acquire(acquire(name, "a", a)).getToken();
-    assertThat(stub().release(ReleaseRequest.newBuilder().setName(name).setHolder("a").setToken(token).build()).getReleased()).isTrue();
-    assertThat(stub().acquire(acquire(name, "b", b)).getAcquired()).isTrue();
+    long token = core.stub().acquire(acquire(name, "a", a)).getToken();
+    assertThat(core.stub().release(ReleaseRequest.newBuilder().setName(name).setHolder("a").setToken(token).build()).getReleased()).isTrue();
+    assertThat(core.stub().acquire(acquire(name, "b", b)).getAcquired()).isTrue();
 
     // The release was answered: its name is no longer being released, so c's acquire is refused
     // without an entry — the exception did not outlive the release.
-    long before = writes();
-    assertThat(stub().acquire(acquire(name, "c", c)).getAcquired()).as("held by b: refused").isFalse();
-    assertThat(writes()).as("log writes for c's refused acquire").isEqualTo(before);
+    long before = core.writes();
+    assertThat(core.stub().acquire(acquire(name, "c", c)).getAcquired()).as("held by b: refused").isFalse();
+    assertThat(core.writes()).as("log writes for c's refused acquire").isEqualTo(before);
   }
 
   /** Overlapping releases of one name: acquires go to the log until the last one is answered. */
