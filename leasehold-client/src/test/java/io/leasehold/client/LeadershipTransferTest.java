@@ -4,9 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import com.google.protobuf.ByteString;
 import io.grpc.Status;
 import io.leasehold.Lease;
 import io.leasehold.Ticker;
+import io.leasehold.core.proto.PutRequest;
+import io.leasehold.core.proto.PutResponse;
 import io.leasehold.core.proto.TransferLeaderRequest;
 import io.leasehold.core.proto.TransferLeaderResponse;
 import io.leasehold.server.CoreNode;
@@ -123,6 +126,42 @@ class LeadershipTransferTest {
   }
 
   @Test
+  void writesSentToTheLeaderWhileAMoveWaitsAreAnsweredNotRefused() throws Exception {
+    int leader = cluster.awaitLeader(PATIENCE);
+    int target = (leader + 1) % 3;
+    // Only the leader's endpoint: a refusal cannot be hidden by the client trying another node.
+    CoreClient c = new CoreClient(only(leader), Duration.ofSeconds(10));
+    closeLater.add(c);
+    cluster.stopNode(target);
+    try {
+      put(c, "behind-the-stopped-node").get(20, TimeUnit.SECONDS);
+      // A move to a node that is down: Ratis waits for it to catch up, refusing writes meanwhile
+      // (as for any move, only longer), until the move's timeout.
+      TransferLeaderRequest toStopped = TransferLeaderRequest.newBuilder().setTo(id(target)).setTimeoutMs(1_500).build();
+      CoreClient mover = new CoreClient(only(leader), Duration.ofSeconds(15));
+      closeLater.add(mover);
+      java.util.concurrent.CompletableFuture<TransferLeaderResponse> move = mover.call((s, o) -> s.transferLeader(toStopped, o));
+      int sent = 0;
+      while (!move.isDone()) {
+        // Back to back until the move ends: once it reaches the leader, the next write waits it out.
+        String key = "while-the-move-waits-" + sent++;
+        assertThat(put(c, key).get(20, TimeUnit.SECONDS).getKv().getKey()).as("write %d during the move", sent).isEqualTo(key);
+      }
+
+      assertThat(sent).as("writes sent during the move").isPositive();
+      assertThatThrownBy(() -> move.get(20, TimeUnit.SECONDS)).as("the move to a stopped node").isInstanceOf(ExecutionException.class);
+      assertThat(cluster.leader()).as("who leads after the failed move").hasValue(leader);
+    } finally {
+      cluster.startNode(target);
+    }
+  }
+
+  private static java.util.concurrent.CompletableFuture<PutResponse> put(CoreClient c, String key) {
+    PutRequest put = PutRequest.newBuilder().setCall(c.newCall()).setKey(key).setValue(ByteString.copyFromUtf8("v")).build();
+    return c.call((s, o) -> s.put(put, o));
+  }
+
+  @Test
   void aLeaseHeldThroughRepeatedMovesIsNeitherLostNorHandedOn() throws Exception {
     cluster.awaitLeader(PATIENCE);
     CoreFixture.CoreContender holderProcess = contender();
@@ -159,9 +198,13 @@ class LeadershipTransferTest {
     assertThat(held.acquire().get(20, TimeUnit.SECONDS)).isTrue();
     int leader = cluster.awaitLeader(PATIENCE);
 
+    long termBefore = node(leader).term();
     String successor = node(leader).handOverLeadership(Duration.ofSeconds(10)).orElseThrow();
     assertThat(successor).isNotEqualTo(id(leader));
     assertThat(cluster.leader().map(this::id)).as("who leads right after the hand-over").hasValue(successor);
+    // The old leader waits until the new leader's first entry is committed (it has applied it):
+    // it does not stop while the new leader still needs its vote, or its CPU and disk.
+    assertThat(node(leader).appliedTerm()).as("the term of the old leader's last applied entry").isGreaterThan(termBefore);
     cluster.stopNode(leader);
     try {
       long until = System.nanoTime() + TTL.toNanos();

@@ -12,6 +12,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,9 +28,10 @@ import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
 import org.apache.ratis.protocol.exceptions.NotLeaderException;
 import org.apache.ratis.protocol.exceptions.ResourceUnavailableException;
-import org.apache.ratis.retry.RetryPolicies;
+import org.apache.ratis.retry.ExponentialBackoffRetry;
 import org.apache.ratis.retry.RetryPolicy;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
@@ -87,6 +90,8 @@ final class RaftGateway implements AutoCloseable {
 
   /** Hands out replies, off Ratis's applying thread and off the gRPC event loops. */
   private final ExecutorService replies;
+  /** Sends again, after a pause, the calls a leader refused while it handed its leadership over. */
+  private final ScheduledExecutorService retries;
   private final EntryBatcher batcher;
 
   RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
@@ -101,22 +106,54 @@ final class RaftGateway implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
+    this.retries =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "leasehold-forward-retry-" + server.getId());
+              t.setDaemon(true);
+              return t;
+            });
     this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
+  /** The first pause before a forwarded call is tried again; doubled per attempt up to {@link #RETRY_MAX_SLEEP}. */
+  static final Duration RETRY_BASE_SLEEP = Duration.ofMillis(5);
+
+  /** The longest pause between two attempts of a forwarded call. */
+  static final Duration RETRY_MAX_SLEEP = Duration.ofMillis(100);
+
   /**
-   * The retry policy of the node's internal Ratis client: 100 ms between attempts, and no new
-   * attempt once {@link #FORWARD_WINDOW} minus {@link #QUEUE_WAIT} has passed since the first
-   * (Ratis's default retries forever without sleeping; a client call has a deadline anyway).
+   * The retry policy of the node's internal Ratis client: pauses from {@link #RETRY_BASE_SLEEP}
+   * doubling to {@link #RETRY_MAX_SLEEP} (randomised ±50 %), and no new attempt once {@link
+   * #FORWARD_WINDOW} minus {@link #QUEUE_WAIT} has passed since the first (Ratis's default retries
+   * forever without sleeping; a client call has a deadline anyway). Short first pauses because
+   * the usual reason to retry is a leader that is ready a round trip later (a new leader commits
+   * its first entry); the cap keeps an election's worth of retries of hundreds of waiting calls
+   * from flooding the nodes.
    */
   static RetryPolicy forwardRetryPolicy() {
     TimeDuration window = TimeDuration.valueOf(FORWARD_WINDOW.minus(QUEUE_WAIT).toMillis(), TimeUnit.MILLISECONDS);
-    RetryPolicy sleep = RetryPolicies.retryForeverWithSleep(TimeDuration.valueOf(100, TimeUnit.MILLISECONDS));
+    RetryPolicy backoff =
+        ExponentialBackoffRetry.newBuilder()
+            .setBaseSleepTime(TimeDuration.valueOf(RETRY_BASE_SLEEP.toMillis(), TimeUnit.MILLISECONDS))
+            .setMaxSleepTime(TimeDuration.valueOf(RETRY_MAX_SLEEP.toMillis(), TimeUnit.MILLISECONDS))
+            .setMaxAttempts(Integer.MAX_VALUE)
+            .build();
     RequestTypeDependentRetryPolicy.Builder policy = RequestTypeDependentRetryPolicy.newBuilder();
     for (RaftClientRequestProto.TypeCase type : RaftClientRequestProto.TypeCase.values()) {
-      policy.setRetryPolicy(type, sleep).setTimeout(type, window);
+      policy.setRetryPolicy(type, backoff).setTimeout(type, window);
     }
     return policy.build();
+  }
+
+  /**
+   * The pause before a call refused by a leader that hands its leadership over is sent again:
+   * {@code attempt} 0 waits {@link #RETRY_BASE_SLEEP}, each next one twice as long, up to {@link
+   * #RETRY_MAX_SLEEP}.
+   */
+  static long steppingDownPauseNanos(int attempt) {
+    long pause = RETRY_BASE_SLEEP.toNanos() << Math.min(attempt, 20);
+    return Math.min(pause, RETRY_MAX_SLEEP.toNanos());
   }
 
   /**
@@ -233,20 +270,8 @@ final class RaftGateway implements AutoCloseable {
   private CompletableFuture<RaftClientReply> forwarded(
       Message message, Function<Message, CompletableFuture<RaftClientReply>> forward) {
     CompletableFuture<RaftClientReply> result = new CompletableFuture<>();
-    Runnable send =
-        () ->
-            forward
-                .apply(message)
-                .whenComplete(
-                    (reply, error) -> {
-                      forwardPermits.release();
-                      drain();
-                      if (error != null) {
-                        result.completeExceptionally(error);
-                      } else {
-                        result.complete(reply);
-                      }
-                    });
+    long since = System.nanoTime();
+    Runnable send = () -> sendForwarded(message, forward, result, since, 0);
     if (forwardPermits.tryAcquire()) {
       send.run();
       return result;
@@ -258,9 +283,57 @@ final class RaftGateway implements AutoCloseable {
               "node " + server.getId() + " is overloaded: " + MAX_QUEUED + " requests already wait for the leader"));
       return result;
     }
-    waiting.add(new Waiting(System.nanoTime(), send, result));
+    waiting.add(new Waiting(since, send, result));
     drain(); // a permit may have come back between tryAcquire and add
     return result;
+  }
+
+  /**
+   * Sends one copy of a forwarded call, holding a permit. A leader handing its leadership over
+   * refuses writes until the new one leads (Ratis's {@link LeaderSteppingDownException}, which its
+   * client does not retry): the copy is sent again after a short pause instead of failing the
+   * client's call, for as long as the call could have waited in the queue ({@link #QUEUE_WAIT}
+   * since it was first forwarded). The refused copy was not appended, and the copy sent after it
+   * has Ratis's whole retry window, so no copy leaves this node later than {@link
+   * #FORWARD_WINDOW} after the first, as {@link CoreState}'s deduplication needs.
+   */
+  private void sendForwarded(
+      Message message,
+      Function<Message, CompletableFuture<RaftClientReply>> forward,
+      CompletableFuture<RaftClientReply> result,
+      long since,
+      int attempt) {
+    forward
+        .apply(message)
+        .whenComplete(
+            (reply, error) -> {
+              long pause = steppingDownPauseNanos(attempt);
+              if (steppingDown(reply, error) && System.nanoTime() + pause - since < QUEUE_WAIT.toNanos()) {
+                try {
+                  retries.schedule(
+                      () -> sendForwarded(message, forward, result, since, attempt + 1), pause, TimeUnit.NANOSECONDS);
+                  return;
+                } catch (RejectedExecutionException closing) {
+                  // the node is stopping: answer with what the leader said
+                }
+              }
+              forwardPermits.release();
+              drain();
+              if (error != null) {
+                result.completeExceptionally(error);
+              } else {
+                result.complete(reply);
+              }
+            });
+  }
+
+  /** {@return whether a copy was refused because its leader is handing the leadership over} */
+  private static boolean steppingDown(RaftClientReply reply, Throwable error) {
+    if (reply != null) {
+      return reply.getLeaderSteppingDownException() != null;
+    }
+    Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    return cause instanceof LeaderSteppingDownException;
   }
 
   /** Sends waiting requests while permits last; refuses those that waited too long. */
@@ -287,6 +360,9 @@ final class RaftGateway implements AutoCloseable {
   /** Stops handing out replies; the node is closing. */
   @Override
   public void close() {
+    // Calls waiting to be sent again are sent now: the client is still open, so each gets an
+    // answer (or Ratis's refusal) rather than none until its deadline.
+    retries.shutdownNow().forEach(Runnable::run);
     replies.shutdownNow();
   }
 
