@@ -601,6 +601,16 @@ public final class CoreNode implements AutoCloseable {
     return new DivisionLeadership().currentTerm();
   }
 
+  /** {@return the term of the last log entry this node applied; -1 if none} */
+  public long appliedTerm() {
+    try {
+      var applied = raftServer.getDivision(GROUP_ID).getStateMachine().getLastAppliedTermIndex();
+      return applied == null ? -1 : applied.getTerm();
+    } catch (IOException e) {
+      return -1;
+    }
+  }
+
   /** {@return the index of the last log entry this node applied} */
   public long appliedIndex() {
     try {
