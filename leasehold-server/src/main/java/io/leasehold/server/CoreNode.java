@@ -117,12 +117,7 @@ public final class CoreNode implements AutoCloseable {
         new SessionExpiry(
             config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
     this.expiry =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-expiry-" + config.self());
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-expiry-" + config.self()));
   }
 
   /**

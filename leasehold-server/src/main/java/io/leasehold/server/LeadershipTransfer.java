@@ -79,12 +79,7 @@ final class LeadershipTransfer implements AutoCloseable {
     this.group = group;
     this.client = client;
     this.mover =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-leadership-" + config.self());
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadExecutor(DaemonThreads.named("leasehold-leadership-" + config.self()));
   }
 
   /**

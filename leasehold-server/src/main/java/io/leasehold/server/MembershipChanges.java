@@ -94,12 +94,7 @@ final class MembershipChanges implements AutoCloseable {
     this.ratisParameters = ratisParameters;
     this.peerTls = peerTls;
     this.worker =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-membership-" + config.self());
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadExecutor(DaemonThreads.named("leasehold-membership-" + config.self()));
   }
 
   /** {@return the voting members as this node's Raft division knows them; empty if it is no member} */

@@ -64,12 +64,7 @@ final class NodeTls implements AutoCloseable {
             .build();
     this.offered = new NamingNoAuthority(trust);
     this.reloader =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-tls-reload-" + node);
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-tls-reload-" + node));
   }
 
   /**

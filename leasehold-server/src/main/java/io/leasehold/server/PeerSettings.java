@@ -83,12 +83,7 @@ final class PeerSettings implements AutoCloseable {
       }
     }
     this.poller =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-peer-settings-" + config.self());
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-peer-settings-" + config.self()));
   }
 
   /**

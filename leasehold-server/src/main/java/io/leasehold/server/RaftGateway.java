@@ -100,19 +100,9 @@ final class RaftGateway implements AutoCloseable {
     this.client = client;
     this.replies =
         Executors.newFixedThreadPool(
-            2,
-            r -> {
-              Thread t = new Thread(r, "leasehold-replies-" + server.getId());
-              t.setDaemon(true);
-              return t;
-            });
+            2, DaemonThreads.named("leasehold-replies-" + server.getId()));
     this.retries =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "leasehold-forward-retry-" + server.getId());
-              t.setDaemon(true);
-              return t;
-            });
+        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-forward-retry-" + server.getId()));
     this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
