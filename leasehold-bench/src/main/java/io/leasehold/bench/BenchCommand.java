@@ -37,6 +37,10 @@ abstract class BenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws InterruptedException {
     validate();
+    String targetProblem = target.problem();
+    if (targetProblem != null) {
+      throw Check.bad(spec, targetProblem);
+    }
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     String name = spec.name();

@@ -63,6 +63,15 @@ final class Target implements AutoCloseable {
    * parent}} (under the temporary directory when null); closing it deletes that directory.
    */
   static Target start(String kind, Path parent) {
+    return start(kind, parent, null);
+  }
+
+  /**
+   * {@return a target on a cluster of {@code kind} started now in a fresh directory under {@code
+   * parent}} (under the temporary directory when null), whose members' logs are copied into {@code
+   * keepLogs} (unless null) when it stops; closing it deletes that directory.
+   */
+  static Target start(String kind, Path parent, Path keepLogs) {
     Path dir;
     try {
       dir = parent == null
@@ -73,6 +82,9 @@ final class Target implements AutoCloseable {
     }
     try {
       ManagedCluster cluster = ManagedClusters.start(kind, dir);
+      if (keepLogs != null) {
+        cluster.keepLogsIn(keepLogs);
+      }
       return new Target(cluster.backendUri(), cluster, dir);
     } catch (RuntimeException e) {
       deleteTree(dir);

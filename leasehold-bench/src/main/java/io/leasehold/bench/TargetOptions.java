@@ -32,9 +32,25 @@ final class TargetOptions {
     Kind start;
   }
 
+  @Option(
+      names = "--keep-logs",
+      paramLabel = "DIR",
+      description = "With --start: copy the members' logs (<id>.log: elections, hand-overs, errors) into DIR"
+          + " when the cluster stops, before its data is deleted.")
+  java.nio.file.Path keepLogs;
+
   /** {@return the target; the caller closes it} */
   Target open() {
-    return choice.backend != null ? Target.ofUri(choice.backend) : Target.start(choice.start.name());
+    return choice.backend != null
+        ? Target.ofUri(choice.backend)
+        : Target.start(choice.start.name(), null, keepLogs);
+  }
+
+  /** {@return a problem with the options, or null}: {@code --keep-logs} needs a cluster the bench starts */
+  String problem() {
+    return keepLogs != null && choice.start == null
+        ? "--keep-logs needs --start: the bench keeps the logs of a cluster it started, not of " + choice.backend
+        : null;
   }
 
   boolean starts() {

@@ -171,6 +171,8 @@ class BenchPlumbingTest {
     assertThat(err.toString()).contains("--leases must be between 1 and 1,000,000; was 0");
     assertThat(cmd.execute("failover", "--backend", "memory:")).isEqualTo(2);
     assertThat(err.toString()).contains("failover --kill leader needs --start");
+    assertThat(cmd.execute("acquire-release", "--backend", "memory:", "--keep-logs", "target/no-logs")).isEqualTo(2);
+    assertThat(err.toString()).contains("--keep-logs needs --start: the bench keeps the logs of a cluster it started, not of memory:");
     assertThat(cmd.execute("expire-storm", "--backend", "memory:")).isEqualTo(2);
     assertThat(err.toString()).contains("expire-storm needs --start");
     assertThat(cmd.execute("expire-storm", "--start", "etcd", "--leases", "400")).isEqualTo(2);

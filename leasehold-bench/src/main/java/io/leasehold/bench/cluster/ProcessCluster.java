@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -81,6 +82,8 @@ abstract class ProcessCluster implements ManagedCluster {
   private final List<Slot> slots = new ArrayList<>();
   private final Thread reaper;
   private boolean closed;
+  /** Where {@link #close()} copies the members' logs; null keeps none. */
+  private volatile Path keepLogs;
 
   /**
    * Claims {@code workDir} (see {@link #claim}) and lays out one slot per member.
@@ -355,6 +358,7 @@ abstract class ProcessCluster implements ManagedCluster {
     }
     closeClients();
     removeReaper();
+    copyLogs();
     try {
       deleteContents(workDir);
     } catch (IOException e) {
@@ -482,6 +486,30 @@ abstract class ProcessCluster implements ManagedCluster {
       Runtime.getRuntime().removeShutdownHook(reaper);
     } catch (IllegalStateException e) {
       // The JVM is shutting down: the hook runs, or ran, and kills the members.
+    }
+  }
+
+  @Override
+  public void keepLogsIn(Path dir) {
+    keepLogs = Objects.requireNonNull(dir, "dir");
+  }
+
+  /** Copies every member's log into {@link #keepLogs}, if set; a failure is logged, not thrown. */
+  private void copyLogs() {
+    Path dir = keepLogs;
+    if (dir == null) {
+      return;
+    }
+    try {
+      Files.createDirectories(dir);
+      for (Slot s : slots) {
+        if (Files.exists(s.log)) {
+          Files.copy(s.log, dir.resolve(s.log.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+      log.info("{} cluster: members' logs kept in {}", name, dir);
+    } catch (IOException e) {
+      log.warn("could not keep the members' logs in {}: {}", dir, e.toString());
     }
   }
 

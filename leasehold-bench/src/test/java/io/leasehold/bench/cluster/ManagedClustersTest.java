@@ -45,8 +45,12 @@ class ManagedClustersTest {
   @ValueSource(strings = {"core", "etcd", "zookeeper"})
   void aClusterServesLeasesLosesItsLeaderElectsAnotherAndTakesItsMembersBack(String kind) throws Exception {
     Path workDir = temp.resolve(kind);
+    Path keptLogs = temp.resolve(kind + "-logs");
     List<ProcessHandle> started;
+    List<String> ids;
     try (ManagedCluster cluster = ManagedClusters.start(kind, workDir)) {
+      cluster.keepLogsIn(keptLogs);
+      ids = cluster.members().stream().map(Member::id).toList();
       assertThat(cluster.name()).isEqualTo(kind);
       assertThat(cluster.settings()).isNotBlank();
       List<Member> members = cluster.members();
@@ -98,6 +102,8 @@ class ManagedClustersTest {
     }
     assertThat(started).noneMatch(ProcessHandle::isAlive);
     assertThat(workDir).isEmptyDirectory();
+    // The logs outlive the cluster where asked: every member's, whole (restarts appended to it).
+    assertThat(ids).allSatisfy(id -> assertThat(keptLogs.resolve(id + ".log")).isNotEmptyFile());
   }
 
   @Test
