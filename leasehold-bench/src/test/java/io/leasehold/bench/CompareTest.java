@@ -222,22 +222,24 @@ class CompareTest {
 
   @Test
   void theCoresMemoryPerLeaseMustNotExceedEtcds() {
-    Outcome o = new Outcome(Compare.Params.defaults(false));
-    o.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
-    o.run(0, "etcd", figures("hold", "server_rss_per_lease_bytes", 3_000));
-    CompareTargets.Verdict v = verdict(o.table(), "RSS");
+    CompareTargets.Verdict v = rssVerdict(Compare.Params.defaults(false), true);
     assertThat(v.verdict()).isEqualTo("MISSED");
     assertThat(v.detail()).contains("core 8,000 B, etcd 3,000 B (core 2.67x)", "over by 5,000 B per lease");
-    Outcome alone = new Outcome(Compare.Params.defaults(false));
-    alone.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
-    assertThat(verdict(alone.table(), "RSS").verdict()).isEqualTo("n/a");
+    assertThat(rssVerdict(Compare.Params.defaults(false), false).verdict()).as("core alone").isEqualTo("n/a");
     // Too few leases for a figure per lease (--quick holds 10,000; a run may hold 1): not judged.
-    Outcome few = new Outcome(Compare.Params.defaults(true));
-    few.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
-    few.run(0, "etcd", figures("hold", "server_rss_per_lease_bytes", 3_000));
-    CompareTargets.Verdict fewVerdict = verdict(few.table(), "RSS");
-    assertThat(fewVerdict.verdict()).isEqualTo("n/a");
-    assertThat(fewVerdict.detail()).contains("this run held 10,000 leases", "judged at 100,000");
+    CompareTargets.Verdict few = rssVerdict(Compare.Params.defaults(true), true);
+    assertThat(few.verdict()).isEqualTo("n/a");
+    assertThat(few.detail()).contains("this run held 10,000 leases", "judged at 100,000");
+  }
+
+  /** The RSS verdict of a run where the core's servers used 8,000 B per lease (and etcd's 3,000, if it ran). */
+  private static CompareTargets.Verdict rssVerdict(Compare.Params params, boolean withEtcd) {
+    Outcome o = new Outcome(params);
+    o.run(0, "core", figures("hold", "server_rss_per_lease_bytes", 8_000));
+    if (withEtcd) {
+      o.run(0, "etcd", figures("hold", "server_rss_per_lease_bytes", 3_000));
+    }
+    return verdict(o.table(), "RSS");
   }
 
   @Test

@@ -599,8 +599,7 @@ public final class CoreNode implements AutoCloseable {
   /** {@return the term of the last log entry this node applied; -1 if none} */
   public long appliedTerm() {
     try {
-      var applied = raftServer.getDivision(GROUP_ID).getStateMachine().getLastAppliedTermIndex();
-      return applied == null ? -1 : applied.getTerm();
+      return LeadershipTransfer.appliedTerm(raftServer.getDivision(GROUP_ID));
     } catch (IOException e) {
       return -1;
     }

@@ -42,11 +42,8 @@ final class LeadershipTransfer implements AutoCloseable {
   /** How long a move waits for the new leader unless told otherwise. */
   static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
 
-  /** How often a node that knows no leader looks again, while a move waits for one. */
-  private static final Duration LEADER_POLL = Duration.ofMillis(20);
-
-  /** How often a node that handed its leadership over looks whether the new leader serves. */
-  private static final Duration APPLIED_POLL = Duration.ofMillis(5);
+  /** How often a move looks again at what it waits for (a known leader; the new leader serving). */
+  private static final Duration POLL = Duration.ofMillis(5);
 
   /** The longest a caller may ask to wait. */
   static final Duration MAX_TIMEOUT = Duration.ofMinutes(1);
@@ -165,27 +162,44 @@ final class LeadershipTransfer implements AutoCloseable {
    * during an election, knows none for a moment, and the caller gave the move time anyway.
    */
   private DivisionInfo awaitKnownLeader(long deadline) {
-    while (true) {
-      DivisionInfo info;
-      try {
-        info = server.getDivision(group).getInfo();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      if (info.getLeaderId() != null) {
-        return info;
-      }
-      if (System.nanoTime() - deadline > 0) {
-        throw new NotNowException("node " + config.self() + " knows no leader (an election is under way?); try again");
-      }
-      try {
-        Thread.sleep(LEADER_POLL.toMillis()); // on the mover thread, which exists to wait
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new NotNowException("node " + config.self() + " is stopping");
-      }
+    if (!pollUntil(() -> info().getLeaderId() != null, deadline)) {
+      throw new NotNowException(
+          Thread.currentThread().isInterrupted()
+              ? "node " + config.self() + " is stopping"
+              : "node " + config.self() + " knows no leader (an election is under way?); try again");
+    }
+    return info();
+  }
+
+  private DivisionInfo info() {
+    try {
+      return server.getDivision(group).getInfo();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
+
+  /**
+   * Looks at {@code done} every {@link #POLL} until it holds or {@code deadline} passes; on the
+   * thread of a move or of a stopping node, which have nothing else to do meanwhile.
+   *
+   * @return whether it held in time; false also when interrupted (the flag is set again)
+   */
+  private static boolean pollUntil(java.util.function.BooleanSupplier done, long deadline) {
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        return false;
+      }
+      try {
+        Thread.sleep(POLL.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return true;
+  }
+
 
   /**
    * Hands the leadership to a follower if this node leads, and waits for it, at most {@code
@@ -228,22 +242,16 @@ final class LeadershipTransfer implements AutoCloseable {
    * @return whether it was applied in time
    */
   private boolean awaitAppliedAfter(long term, long deadline) throws IOException {
-    while (true) {
-      TermIndex applied = server.getDivision(group).getStateMachine().getLastAppliedTermIndex();
-      if (applied != null && applied.getTerm() > term) {
-        return true;
-      }
-      if (System.nanoTime() - deadline > 0) {
-        return false;
-      }
-      try {
-        Thread.sleep(APPLIED_POLL.toMillis()); // the stopping thread, which has nothing else to do
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-    }
+    RaftServer.Division division = server.getDivision(group);
+    return pollUntil(() -> appliedTerm(division) > term, deadline);
   }
+
+  /** {@return the term of the last log entry {@code division} applied; -1 if none} */
+  static long appliedTerm(RaftServer.Division division) {
+    TermIndex applied = division.getStateMachine().getLastAppliedTermIndex();
+    return applied == null ? -1 : applied.getTerm();
+  }
+
 
 
   /** The follower that answered the leader most recently (so it is up and likely caught up). */

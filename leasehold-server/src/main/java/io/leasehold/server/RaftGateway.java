@@ -106,44 +106,37 @@ final class RaftGateway implements AutoCloseable {
     this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
-  /** The first pause before a forwarded call is tried again; doubled per attempt up to {@link #RETRY_MAX_SLEEP}. */
-  static final Duration RETRY_BASE_SLEEP = Duration.ofMillis(5);
-
-  /** The longest pause between two attempts of a forwarded call. */
-  static final Duration RETRY_MAX_SLEEP = Duration.ofMillis(100);
+  /**
+   * The pauses between attempts of a forwarded call, for Ratis's client and for this gateway's own
+   * re-sends alike: 5 ms doubling to 100 ms, randomised ±50 %. Short first pauses because the usual
+   * reason to try again is a leader that is ready a round trip later (a new leader commits its
+   * first entry, a hand-over ends); the cap keeps an election's worth of retries of hundreds of
+   * waiting calls from flooding the nodes.
+   */
+  private static final RetryPolicy BACKOFF =
+      ExponentialBackoffRetry.newBuilder()
+          .setBaseSleepTime(TimeDuration.valueOf(5, TimeUnit.MILLISECONDS))
+          .setMaxSleepTime(TimeDuration.valueOf(100, TimeUnit.MILLISECONDS))
+          .setMaxAttempts(Integer.MAX_VALUE)
+          .build();
 
   /**
-   * The retry policy of the node's internal Ratis client: pauses from {@link #RETRY_BASE_SLEEP}
-   * doubling to {@link #RETRY_MAX_SLEEP} (randomised ±50 %), and no new attempt once {@link
-   * #FORWARD_WINDOW} minus {@link #QUEUE_WAIT} has passed since the first (Ratis's default retries
-   * forever without sleeping; a client call has a deadline anyway). Short first pauses because
-   * the usual reason to retry is a leader that is ready a round trip later (a new leader commits
-   * its first entry); the cap keeps an election's worth of retries of hundreds of waiting calls
-   * from flooding the nodes.
+   * The retry policy of the node's internal Ratis client: {@link #BACKOFF}, and no new attempt
+   * once {@link #FORWARD_WINDOW} minus {@link #QUEUE_WAIT} has passed since the first (Ratis's
+   * default retries forever without sleeping; a client call has a deadline anyway).
    */
   static RetryPolicy forwardRetryPolicy() {
     TimeDuration window = TimeDuration.valueOf(FORWARD_WINDOW.minus(QUEUE_WAIT).toMillis(), TimeUnit.MILLISECONDS);
-    RetryPolicy backoff =
-        ExponentialBackoffRetry.newBuilder()
-            .setBaseSleepTime(TimeDuration.valueOf(RETRY_BASE_SLEEP.toMillis(), TimeUnit.MILLISECONDS))
-            .setMaxSleepTime(TimeDuration.valueOf(RETRY_MAX_SLEEP.toMillis(), TimeUnit.MILLISECONDS))
-            .setMaxAttempts(Integer.MAX_VALUE)
-            .build();
     RequestTypeDependentRetryPolicy.Builder policy = RequestTypeDependentRetryPolicy.newBuilder();
     for (RaftClientRequestProto.TypeCase type : RaftClientRequestProto.TypeCase.values()) {
-      policy.setRetryPolicy(type, backoff).setTimeout(type, window);
+      policy.setRetryPolicy(type, BACKOFF).setTimeout(type, window);
     }
     return policy.build();
   }
 
-  /**
-   * The pause before a call refused by a leader that hands its leadership over is sent again:
-   * {@code attempt} 0 waits {@link #RETRY_BASE_SLEEP}, each next one twice as long, up to {@link
-   * #RETRY_MAX_SLEEP}.
-   */
-  static long steppingDownPauseNanos(int attempt) {
-    long pause = RETRY_BASE_SLEEP.toNanos() << Math.min(attempt, 20);
-    return Math.min(pause, RETRY_MAX_SLEEP.toNanos());
+  /** {@return the pause before attempt {@code attempt} + 1 of a call this gateway sends again, in ns} */
+  static long pauseNanos(int attempt) {
+    return BACKOFF.handleAttemptFailure(() -> attempt).getSleepTime().toLong(TimeUnit.NANOSECONDS);
   }
 
   /**
@@ -281,7 +274,7 @@ final class RaftGateway implements AutoCloseable {
   /**
    * Sends one copy of a forwarded call, holding a permit. A leader handing its leadership over
    * refuses writes until the new one leads (Ratis's {@link LeaderSteppingDownException}, which its
-   * client does not retry): the copy is sent again after a short pause instead of failing the
+   * client does not retry): the copy is sent again after a {@link #BACKOFF} pause instead of failing the
    * client's call, for as long as the call could have waited in the queue ({@link #QUEUE_WAIT}
    * since it was first forwarded). The refused copy was not appended, and the copy sent after it
    * has Ratis's whole retry window, so no copy leaves this node later than {@link
@@ -297,15 +290,8 @@ final class RaftGateway implements AutoCloseable {
         .apply(message)
         .whenComplete(
             (reply, error) -> {
-              long pause = steppingDownPauseNanos(attempt);
-              if (steppingDown(reply, error) && System.nanoTime() + pause - since < QUEUE_WAIT.toNanos()) {
-                try {
-                  retries.schedule(
-                      () -> sendForwarded(message, forward, result, since, attempt + 1), pause, TimeUnit.NANOSECONDS);
-                  return;
-                } catch (RejectedExecutionException closing) {
-                  // the node is stopping: answer with what the leader said
-                }
+              if (steppingDown(reply, error) && resendLater(message, forward, result, since, attempt)) {
+                return;
               }
               forwardPermits.release();
               drain();
@@ -315,6 +301,28 @@ final class RaftGateway implements AutoCloseable {
                 result.complete(reply);
               }
             });
+  }
+
+  /**
+   * Schedules the next copy of a call a stepping-down leader refused, if there is time left for it.
+   * {@return whether it was scheduled}; false once the queue's wait is used up or the node stops
+   */
+  private boolean resendLater(
+      Message message,
+      Function<Message, CompletableFuture<RaftClientReply>> forward,
+      CompletableFuture<RaftClientReply> result,
+      long since,
+      int attempt) {
+    long pause = pauseNanos(attempt);
+    if (System.nanoTime() + pause - since >= QUEUE_WAIT.toNanos()) {
+      return false;
+    }
+    try {
+      retries.schedule(() -> sendForwarded(message, forward, result, since, attempt + 1), pause, TimeUnit.NANOSECONDS);
+      return true;
+    } catch (RejectedExecutionException closing) {
+      return false; // the node is stopping: answer with what the leader said
+    }
   }
 
   /** {@return whether a copy was refused because its leader is handing the leadership over} */
