@@ -111,7 +111,12 @@ final class LeadershipTransfer implements AutoCloseable {
   private Moved moveNow(Optional<String> to, long deadline) {
     long started = System.nanoTime();
     DivisionInfo info = awaitKnownLeader(deadline);
-    String previous = info.getLeaderId().toString();
+    // The info is a live view: the leader is read once, as an election could clear it meanwhile.
+    RaftPeerId leaderId = info.getLeaderId();
+    if (leaderId == null) {
+      throw new NotNowException("node " + config.self() + " knows no leader (an election is under way?); try again");
+    }
+    String previous = leaderId.toString();
     String target;
     if (to.isPresent()) {
       target = to.get();
