@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Function;
 import org.apache.ratis.protocol.exceptions.ResourceUnavailableException;
 
@@ -128,15 +129,25 @@ final class EntryBatcher {
     } catch (RuntimeException e) {
       sent = CompletableFuture.failedFuture(e);
     }
-    sent.whenCompleteAsync(
-        (reply, error) -> {
-          synchronized (this) {
-            inFlight--;
-          }
-          sendWhatFits();
-          deliver(entry, reply, error);
-        },
-        replies);
+    sent.whenComplete((reply, error) -> handOut(() -> {
+      synchronized (this) {
+        inFlight--;
+      }
+      sendWhatFits();
+      deliver(entry, reply, error);
+    }));
+  }
+
+  /**
+   * Runs {@code delivery} on the reply executor, or here if it refuses (the node is stopping):
+   * every write is answered, never left open until its caller's deadline or the JVM's exit.
+   */
+  private void handOut(Runnable delivery) {
+    try {
+      replies.execute(delivery);
+    } catch (RejectedExecutionException stopping) {
+      delivery.run();
+    }
   }
 
   private static void deliver(List<Pending> entry, Reply reply, Throwable error) {

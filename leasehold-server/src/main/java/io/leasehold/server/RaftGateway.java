@@ -355,13 +355,14 @@ final class RaftGateway implements AutoCloseable {
     }
   }
 
-  /** Stops handing out replies; the node is closing. */
+  /** Stops its threads; the node is closing. */
   @Override
   public void close() {
     // Calls waiting to be sent again are sent now: the client is still open, so each gets an
-    // answer (or Ratis's refusal) rather than none until its deadline.
+    // answer (or Ratis's refusal) rather than none until its deadline. Replies waiting for a
+    // thread are handed out here, and later ones on the thread that completes them (EntryBatcher).
     retries.shutdownNow().forEach(Runnable::run);
-    replies.shutdownNow();
+    replies.shutdownNow().forEach(Runnable::run);
   }
 
   private static byte[] content(RaftClientReply reply) {
