@@ -66,6 +66,12 @@ public final class CoreNode implements AutoCloseable {
   /** The leader lease lasts this part of the shortest election timeout (Ratis's default). */
   static final double LEADER_LEASE_RATIO = 0.9;
 
+  /**
+   * How long a stopping node waits for its client connections to close before it closes its Raft
+   * server: normally a few ms; the bound only keeps a wedged connection from holding up the stop.
+   */
+  static final Duration CLIENT_CLOSE_WAIT = Duration.ofSeconds(1);
+
   /** How long a starting node waits for another node to tell its settings (one that hangs). */
   static final Duration START_CHECK_TIMEOUT = Duration.ofSeconds(3);
 
@@ -108,6 +114,7 @@ public final class CoreNode implements AutoCloseable {
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
   private Server grpcServer;
+  private LimitChecks limits;
 
   private CoreNode(NodeConfig config, PeerSettings peerSettings, NodeTls tls) {
     this.config = config;
@@ -242,7 +249,7 @@ public final class CoreNode implements AutoCloseable {
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members);
     String root = rootIdentityToWrite(format);
     AccessControl access = new AccessControl(stateMachine.state(), root != null);
-    LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
+    limits = new LimitChecks(config.limits(), stateMachine.state());
     ClientService clientService =
         new ClientService(
             gateway,
@@ -644,17 +651,47 @@ public final class CoreNode implements AutoCloseable {
     return leadership == null ? Optional.empty() : leadership.handOver(within);
   }
 
+  /** {@return the unary client calls this node has taken and not yet answered} */
+  public int clientCallsInFlight() {
+    return limits == null ? 0 : limits.unaryCallsInFlight();
+  }
+
+  /**
+   * Takes no more client calls and waits, at most {@code within}, until the unary calls in flight
+   * are answered: the second step of a planned stop, after {@link #handOverLeadership}. Clients are
+   * told at once (HTTP/2 GOAWAY) to send new calls elsewhere, while the calls this node has already
+   * taken are answered here (forwarded to the new leader) instead of being cancelled by {@link
+   * #close} and sent again, which costs each of them another round at the moment this node's stop
+   * (its snapshot) competes with the new leader for CPU and disk. Keep-alive and watch streams stay
+   * open until {@link #close}; their clients move them then.
+   *
+   * @return whether every unary call was answered in time
+   */
+  public boolean drainClients(Duration within) {
+    if (grpcServer == null) {
+      return true;
+    }
+    grpcServer.shutdown();
+    long deadline = System.nanoTime() + within.toNanos();
+    boolean drained = Polling.until(() -> clientCallsInFlight() == 0, deadline);
+    if (!drained) {
+      log.info("node {}: {} client calls still in flight after {} ms; cancelling them (clients send them again elsewhere)",
+          config.self(), clientCallsInFlight(), within.toMillis());
+    }
+    return drained;
+  }
+
   /**
    * Stops serving and leaves the cluster; the data directory stays for a restart. A leader stops
    * as abruptly as a crash would (the others elect a new one after their election timeout): call
-   * {@link #handOverLeadership} first for a planned stop.
+   * {@link #handOverLeadership} and {@link #drainClients} first for a planned stop.
    */
   @Override
   public void close() {
     expiry.shutdownNow();
     peerSettings.close();
     if (grpcServer != null) {
-      grpcServer.shutdownNow();
+      stopServingClients();
     }
     closeQuietly(leadership);
     closeQuietly(membership);
@@ -663,6 +700,24 @@ public final class CoreNode implements AutoCloseable {
     closeQuietly(raftServer);
     closeQuietly(tls);
     log.info("node {} stopped", config.self());
+  }
+
+  /**
+   * Cancels the calls in flight and closes every client connection, waiting (at most {@link
+   * #CLIENT_CLOSE_WAIT}) until they are closed: then each client has moved to another node before
+   * this one spends its CPU and disk on the Raft server's close (a snapshot), instead of finding
+   * out only when the process exits and the kernel resets the connection.
+   */
+  private void stopServingClients() {
+    grpcServer.shutdownNow();
+    try {
+      if (!grpcServer.awaitTermination(CLIENT_CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.warn("node {}: client connections still open {} ms after closing them; stopping anyway",
+            config.self(), CLIENT_CLOSE_WAIT.toMillis());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   private static void closeQuietly(AutoCloseable c) {

@@ -42,9 +42,6 @@ final class LeadershipTransfer implements AutoCloseable {
   /** How long a move waits for the new leader unless told otherwise. */
   static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
 
-  /** How often a move looks again at what it waits for (a known leader; the new leader serving). */
-  private static final Duration POLL = Duration.ofMillis(5);
-
   /** The longest a caller may ask to wait. */
   static final Duration MAX_TIMEOUT = Duration.ofMinutes(1);
 
@@ -167,7 +164,7 @@ final class LeadershipTransfer implements AutoCloseable {
    * during an election, knows none for a moment, and the caller gave the move time anyway.
    */
   private DivisionInfo awaitKnownLeader(long deadline) {
-    if (!pollUntil(() -> info().getLeaderId() != null, deadline)) {
+    if (!Polling.until(() -> info().getLeaderId() != null, deadline)) {
       throw new NotNowException(
           Thread.currentThread().isInterrupted()
               ? "node " + config.self() + " is stopping"
@@ -184,26 +181,6 @@ final class LeadershipTransfer implements AutoCloseable {
     }
   }
 
-  /**
-   * Looks at {@code done} every {@link #POLL} until it holds or {@code deadline} passes; on the
-   * thread of a move or of a stopping node, which have nothing else to do meanwhile.
-   *
-   * @return whether it held in time; false also when interrupted (the flag is set again)
-   */
-  private static boolean pollUntil(java.util.function.BooleanSupplier done, long deadline) {
-    while (!done.getAsBoolean()) {
-      if (System.nanoTime() - deadline > 0) {
-        return false;
-      }
-      try {
-        Thread.sleep(POLL.toMillis());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-    }
-    return true;
-  }
 
 
   /**
@@ -248,7 +225,7 @@ final class LeadershipTransfer implements AutoCloseable {
    */
   private boolean awaitAppliedAfter(long term, long deadline) throws IOException {
     RaftServer.Division division = server.getDivision(group);
-    return pollUntil(() -> appliedTerm(division) > term, deadline);
+    return Polling.until(() -> appliedTerm(division) > term, deadline);
   }
 
   /** {@return the term of the last log entry {@code division} applied; -1 if none} */
