@@ -131,6 +131,11 @@ final class LeaseObservation implements OpenObservations.StoreWatch {
       read(LeaseEvent.Type.GAP);
       return;
     }
+    if (response.getProgressRevision() != 0) {
+      // Everything up to it was sent: a resume elsewhere starts after it, not at the last event.
+      nextRevision = Math.max(nextRevision, response.getProgressRevision() + 1);
+      return;
+    }
     for (Event e : response.getEventsList()) {
       KeyValue kv = e.getKv();
       nextRevision = Math.max(nextRevision, kv.getModRevision() + 1);

@@ -151,6 +151,11 @@ final class LeaseWatch implements AutoCloseable {
         resync();
         return;
       }
+      if (response.getProgressRevision() != 0) {
+        // Everything up to it was sent: a resume elsewhere starts after it, not at the last event.
+        nextRevision = Math.max(nextRevision, response.getProgressRevision() + 1);
+        return;
+      }
     }
     for (Event e : response.getEventsList()) {
       KeyValue kv = e.getKv();

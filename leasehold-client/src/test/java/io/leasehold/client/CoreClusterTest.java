@@ -297,6 +297,43 @@ class CoreClusterTest {
     }
   }
 
+  /**
+   * A watch whose keys do not change is told, about once a second, the revision it has been sent
+   * everything up to, so that after a reconnect it resumes from there and not from its last event
+   * (which a node restarted since may no longer have; it would then read everything again).
+   */
+  @Test
+  void aQuietWatchIsToldHowFarItHasBeenSentEverything() throws Exception {
+    start("watch-progress", c -> c);
+    CoreClient writer = client();
+    List<Long> progress = new ArrayList<>();
+    later(client().watch(
+        WatchRequest.newBuilder().setKey("cfg/quiet").build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(WatchResponse value) {
+            synchronized (progress) {
+              progress.add(value.getProgressRevision());
+            }
+          }
+
+          @Override
+          public void onError(Throwable t) {}
+
+          @Override
+          public void onCompleted() {}
+        })::run);
+    put(writer, "elsewhere/x", "1");
+    long written = get(writer, "elsewhere/x").getKvs(0).getModRevision();
+    await("a progress report at or past the unrelated write")
+        .atMost(PATIENCE)
+        .until(() -> {
+          synchronized (progress) {
+            return progress.stream().anyMatch(r -> r >= written);
+          }
+        });
+  }
+
   private static WatchRequest watch(long fromRevision) {
     return WatchRequest.newBuilder().setKey("cfg/").setPrefix(true).setStartRevision(fromRevision).build();
   }

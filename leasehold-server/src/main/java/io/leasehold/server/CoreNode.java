@@ -67,6 +67,13 @@ public final class CoreNode implements AutoCloseable {
   static final double LEADER_LEASE_RATIO = 0.9;
 
   /**
+   * How often a watcher is told the revision it has been sent everything up to, while the node's
+   * revision moves: a watcher resuming elsewhere starts at most this far back, which every node
+   * but one restarted within it still has in its history.
+   */
+  static final Duration WATCH_PROGRESS_INTERVAL = Duration.ofSeconds(1);
+
+  /**
    * How long a stopping node waits for its client connections to close before it closes its Raft
    * server: normally a few ms; the bound only keeps a wedged connection from holding up the stop.
    */
@@ -108,6 +115,8 @@ public final class CoreNode implements AutoCloseable {
           c -> this.gateway.writeLocally(c));
   private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
+  /** Sends watchers their progress reports ({@link WatchHub#reportProgress}). */
+  private final ScheduledExecutorService watchProgress;
   private RaftServer raftServer;
   private RaftClient raftClient;
   private RaftGateway gateway;
@@ -125,6 +134,8 @@ public final class CoreNode implements AutoCloseable {
             config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
     this.expiry =
         Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-expiry-" + config.self()));
+    this.watchProgress =
+        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-watch-progress-" + config.self()));
   }
 
   /**
@@ -281,6 +292,8 @@ public final class CoreNode implements AutoCloseable {
     // From now on a node found with another election timeout stops this node's reads.
     peerSettings.watch(problem -> stateMachine.refuseReads(problem.orElse(null)));
     expiry.scheduleWithFixedDelay(this::expireSessions, EXPIRY_TICK_MILLIS, EXPIRY_TICK_MILLIS, TimeUnit.MILLISECONDS);
+    long progressMillis = WATCH_PROGRESS_INTERVAL.toMillis();
+    watchProgress.scheduleWithFixedDelay(watches::reportProgress, progressMillis, progressMillis, TimeUnit.MILLISECONDS);
     rootToWrite = root;
     if (root != null && isLeader()) {
       writeRootIdentity(); // it led before its edge existed
@@ -689,6 +702,7 @@ public final class CoreNode implements AutoCloseable {
   @Override
   public void close() {
     expiry.shutdownNow();
+    watchProgress.shutdownNow();
     peerSettings.close();
     if (grpcServer != null) {
       stopServingClients();

@@ -46,6 +46,10 @@ final class WatchHub {
   private final List<Watcher> watchers = new CopyOnWriteArrayList<>();
   /** Every event with a revision above this one is in {@link #history}. */
   private long retainedAfter;
+  /** The revision of the last events published (or of the snapshot loaded): what progress reports. */
+  private long latestRevision;
+  /** The revision the last progress report named; none is sent again until it moves. */
+  private long progressSent;
 
   WatchHub(int capacity) {
     this.capacity = capacity;
@@ -58,6 +62,7 @@ final class WatchHub {
   synchronized void reset(long revision) {
     history.clear();
     retainedAfter = revision;
+    latestRevision = revision;
     for (Watcher w : watchers) {
       if (!w.sink().isClosed()) {
         w.sink().send(WatchResponse.newBuilder().setCompactRevision(revision + 1).build());
@@ -74,6 +79,7 @@ final class WatchHub {
     for (Event e : events) {
       history.addLast(e);
     }
+    latestRevision = events.get(events.size() - 1).getKv().getModRevision();
     while (history.size() > capacity) {
       retainedAfter = history.removeFirst().getKv().getModRevision();
       // Events of one revision leave together, so "after retainedAfter" stays exact.
@@ -89,6 +95,28 @@ final class WatchHub {
       List<Event> matching = matching(w, events.iterator());
       if (!matching.isEmpty()) {
         w.sink().send(WatchResponse.newBuilder().addAllEvents(matching).build());
+      }
+    }
+  }
+
+  /**
+   * Tells every watcher that it has been sent every matching event up to the latest revision
+   * published, if that moved since the last report: a watcher whose keys do not change would
+   * otherwise resume, after a reconnect, from the revision of the last event it saw — older than
+   * the history of a node restarted since, which then makes it read everything again. Under the
+   * hub's lock, so no event of a later revision can have been sent before the report.
+   */
+  synchronized void reportProgress() {
+    if (latestRevision == progressSent) {
+      return;
+    }
+    progressSent = latestRevision;
+    WatchResponse progress = WatchResponse.newBuilder().setProgressRevision(latestRevision).build();
+    for (Watcher w : watchers) {
+      if (w.sink().isClosed()) {
+        watchers.remove(w);
+      } else {
+        w.sink().send(progress);
       }
     }
   }

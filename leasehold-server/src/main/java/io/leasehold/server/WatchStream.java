@@ -49,6 +49,9 @@ final class WatchStream implements WatchHub.Sink {
       onNext(response);
       return;
     }
+    if (response.getProgressRevision() != 0) {
+      return; // behind anyway: a progress report would only lengthen the backlog
+    }
     if (backlog == null) {
       backlog = new ArrayDeque<>();
     }

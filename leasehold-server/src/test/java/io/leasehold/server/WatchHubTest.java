@@ -122,4 +122,46 @@ class WatchHubTest {
     assertThat(hub.watch("k", false, 10, w)).isFalse();
     assertThat(w.received.get(0).getCompactRevision()).isEqualTo(11);
   }
+
+  /**
+   * A watcher whose keys do not change is told how far it has been sent everything, so that it
+   * resumes from there — on a node whose history starts after its last event (restarted from a
+   * snapshot since), which would otherwise tell it to read everything again.
+   */
+  @Test
+  void aWatcherWhoseKeysDoNotChangeIsToldItsProgressAndResumesFromItOnANodeRestartedSince() {
+    Recorder quiet = new Recorder();
+    hub.watch("mine", false, 1, quiet);
+    hub.publish(List.of(put("mine", 1)));
+    for (long r = 2; r <= 8; r++) {
+      hub.publish(List.of(put("other", r)));
+    }
+    hub.reportProgress();
+    assertThat(quiet.received).last().extracting(WatchResponse::getProgressRevision).isEqualTo(8L);
+    assertThat(quiet.revisions()).containsExactly(1L);
+
+    // A node restarted from its snapshot at revision 6 keeps no history before 7.
+    WatchHub restarted = new WatchHub(4);
+    restarted.reset(6);
+    restarted.publish(List.of(put("other", 7)));
+    restarted.publish(List.of(put("other", 8)));
+    restarted.publish(List.of(put("mine", 9)));
+    Recorder fromLastEvent = new Recorder();
+    assertThat(restarted.watch("mine", false, 2, fromLastEvent)).as("resumed after the last event seen").isFalse();
+    Recorder fromProgress = new Recorder();
+    assertThat(restarted.watch("mine", false, 9, fromProgress)).as("resumed after the progress").isTrue();
+    assertThat(fromProgress.revisions()).containsExactly(9L);
+  }
+
+  @Test
+  void progressIsReportedOnlyWhenTheRevisionMoved() {
+    Recorder w = new Recorder();
+    hub.watch("k", false, 0, w);
+    hub.reportProgress();
+    assertThat(w.received).as("nothing published yet").isEmpty();
+    hub.publish(List.of(put("x", 5)));
+    hub.reportProgress();
+    hub.reportProgress();
+    assertThat(w.received).extracting(WatchResponse::getProgressRevision).containsExactly(5L);
+  }
 }
