@@ -129,20 +129,7 @@ class CoreClusterTest {
     Runnable cancel =
         watcher.watch(
             WatchRequest.newBuilder().setKey("app/").setPrefix(true).setStartRevision(firstRevision).build(),
-            new StreamObserver<WatchResponse>() {
-              @Override
-              public void onNext(WatchResponse value) {
-                synchronized (events) {
-                  events.addAll(value.getEventsList());
-                }
-              }
-
-              @Override
-              public void onError(Throwable t) {}
-
-              @Override
-              public void onCompleted() {}
-            });
+            collect(events));
     later(cancel::run);
 
     // No keep-alive is ever sent: the leader expires the session after its TTL.
@@ -309,20 +296,11 @@ class CoreClusterTest {
     List<Long> progress = new ArrayList<>();
     later(client().watch(
         WatchRequest.newBuilder().setKey("cfg/quiet").build(),
-        new StreamObserver<>() {
-          @Override
-          public void onNext(WatchResponse value) {
-            synchronized (progress) {
-              progress.add(value.getProgressRevision());
-            }
+        responses(value -> {
+          synchronized (progress) {
+            progress.add(value.getProgressRevision());
           }
-
-          @Override
-          public void onError(Throwable t) {}
-
-          @Override
-          public void onCompleted() {}
-        })::run);
+        }))::run);
     put(writer, "elsewhere/x", "1");
     long written = get(writer, "elsewhere/x").getKvs(0).getModRevision();
     await("a progress report at or past the unrelated write")
@@ -345,12 +323,19 @@ class CoreClusterTest {
   }
 
   private static StreamObserver<WatchResponse> collect(List<Event> into) {
+    return responses(value -> {
+      synchronized (into) {
+        into.addAll(value.getEventsList());
+      }
+    });
+  }
+
+  /** {@return an observer that hands every response to {@code each} and ignores the stream's end} */
+  private static StreamObserver<WatchResponse> responses(java.util.function.Consumer<WatchResponse> each) {
     return new StreamObserver<>() {
       @Override
       public void onNext(WatchResponse value) {
-        synchronized (into) {
-          into.addAll(value.getEventsList());
-        }
+        each.accept(value);
       }
 
       @Override
