@@ -134,7 +134,7 @@ final class ServerCommand implements Callable<Integer> {
       defaultValue = "300ms",
       description = {
         "Shortest Raft election timeout, 50ms to 1m (default: ${DEFAULT-VALUE}); the longest is"
-            + " twice it. Shorter: faster failover, more spurious elections on a loaded machine.",
+            + " 1.5 x it. Shorter: faster failover, more spurious elections on a loaded machine.",
         "The same on every node: the Raft leader lease behind keep-alives and reads assumes it."
             + " A node that finds another with a different one refuses to start (exit 2)."
       })
