@@ -181,8 +181,6 @@ final class LeadershipTransfer implements AutoCloseable {
     }
   }
 
-
-
   /**
    * Hands the leadership to a follower if this node leads, and waits for it, at most {@code
    * within}: called before the node stops, so that clients do not wait for an election.
@@ -233,8 +231,6 @@ final class LeadershipTransfer implements AutoCloseable {
     TermIndex applied = division.getStateMachine().getLastAppliedTermIndex();
     return applied == null ? -1 : applied.getTerm();
   }
-
-
 
   /** The follower that answered the leader most recently (so it is up and likely caught up). */
   private static Optional<String> freshestFollower(RoleInfoProto role) {
