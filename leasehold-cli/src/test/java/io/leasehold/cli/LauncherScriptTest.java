@@ -1,6 +1,7 @@
 package io.leasehold.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -8,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
@@ -32,7 +34,7 @@ class LauncherScriptTest {
       if [ -e building ]; then echo "overlap" >> "$STUB_LOG"; fi
       touch building
       case "$STUB_MVN" in
-        slow) sleep 2; printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar; rm -f building ;;
+        slow) touch "$STUB_DIR/started"; for i in $(seq 600); do [ -e "$STUB_DIR/release" ] && break; sleep 0.05; done; printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar; rm -f building ;;
         interrupted) rm -f building; printf 'PK\\003\\004half a jar' > leasehold-cli/target/leasehold.jar; exit 130 ;;
         *) printf 'PK\\005\\006\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0' > leasehold-cli/target/leasehold.jar; rm -f building ;;
       esac
@@ -113,10 +115,23 @@ class LauncherScriptTest {
    * broke each other ("cannot find symbol" for generated classes) — and the second, having
    * waited, finds the jar built and runs it.
    */
+  /**
+   * The second launcher starts while the first one's build runs (the stub build holds until the
+   * test releases it, once the second says it waits), so the lock is what keeps it from building.
+   */
   @Test
   void twoLaunchersStartedTogetherBuildOnceAndBothRun() throws Exception {
     Process first = start("slow", "1");
-    Process second = start("slow", "2");
+    Process second = null;
+    try {
+      await("the first launcher's build started").atMost(Duration.ofSeconds(30)).until(() -> Files.exists(tmp.resolve("started")));
+      second = start("slow", "2");
+      await("the second launcher waits for the first one's build")
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> Files.readString(tmp.resolve("err2"), StandardCharsets.UTF_8).contains("waiting for another build"));
+    } finally {
+      Files.createFile(tmp.resolve("release")); // the stub build ends either way
+    }
     Result a = end(first, "1");
     Result b = end(second, "2");
 
@@ -142,6 +157,7 @@ class LauncherScriptTest {
     pb.environment().put("JAVA_HOME", tmp.resolve("jdk").toString());
     pb.environment().put("STUB_MVN", mvnMode);
     pb.environment().put("STUB_LOG", log.toString());
+    pb.environment().put("STUB_DIR", tmp.toString());
     pb.redirectOutput(tmp.resolve("out" + tag).toFile()).redirectError(tmp.resolve("err" + tag).toFile());
     return pb.start();
   }
