@@ -48,6 +48,7 @@ class LauncherScriptTest {
         echo "Error: Invalid or corrupt jarfile $2" >&2; exit 1
       fi
       echo "ran $2"
+      echo "what the command said on its standard error" >&2
       """;
 
   @TempDir Path tmp;
@@ -99,6 +100,19 @@ class LauncherScriptTest {
     assertThat(Files.readAllLines(log)).hasSize(2);
   }
 
+  /**
+   * What the command writes on standard error reaches the caller: its error messages (a bad option,
+   * a refused start, a harness that could not finish) are all there. The launcher once closed its
+   * build lock with {@code exec 9>&- 2>/dev/null}, which sent the command's standard error to
+   * /dev/null: {@code ./leasehold server --bogus} printed nothing and exited 2.
+   */
+  @Test
+  void theCommandsStandardErrorReachesTheCaller() throws Exception {
+    assertThat(launch("ok").err).contains("what the command said on its standard error");
+    Result again = launch("ok"); // the jar is up to date now: no build, no lock taken
+    assertThat(again.err).isEqualTo("what the command said on its standard error\n");
+  }
+
   @Test
   void anUpToDateJarIsNotRebuilt() throws Exception {
     assertThat(launch("ok").status).isZero();
@@ -113,11 +127,9 @@ class LauncherScriptTest {
    * Two launchers started together in a checkout whose jar is stale (a second terminal, or two
    * tools at once): Maven runs once at a time — two builds writing the same target/ directories
    * broke each other ("cannot find symbol" for generated classes) — and the second, having
-   * waited, finds the jar built and runs it.
-   */
-  /**
-   * The second launcher starts while the first one's build runs (the stub build holds until the
-   * test releases it, once the second says it waits), so the lock is what keeps it from building.
+   * waited, finds the jar built and runs it. The second launcher starts while the first one's
+   * build runs (the stub build holds until the test releases it, once the second says it waits),
+   * so the lock is what keeps it from building.
    */
   @Test
   void twoLaunchersStartedTogetherBuildOnceAndBothRun() throws Exception {
