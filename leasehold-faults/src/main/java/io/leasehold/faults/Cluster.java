@@ -145,6 +145,11 @@ final class Cluster implements StoreCluster {
     List<String> cmd = new ArrayList<>(List.of(
         Children.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
         "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath()));
+    // Ratis's own account of roles, elections and membership in the node's log (the CLI logs only
+    // its errors): a run that goes wrong then says why a node stepped down, closed a division, or
+    // did not take a configuration (stop 18: a joining node's division closed, and nothing said why).
+    cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info");
+    cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl=info");
     // The clock agent: the nemesis can make this node's session clock run fast or slow.
     cmd.addAll(clocks.jvmOptions(id(j), Clocks.LEASEHOLD));
     cmd.addAll(List.of(
