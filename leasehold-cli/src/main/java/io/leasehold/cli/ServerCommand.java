@@ -52,12 +52,6 @@ final class ServerCommand implements Callable<Integer> {
   /** How long a leader being stopped waits for a follower to take over before it stops anyway. */
   static final Duration HAND_OVER_LIMIT = Duration.ofSeconds(5);
 
-  /**
-   * How long a stopping node waits for the client calls it has taken to be answered: a round to
-   * the leader, normally; the bound keeps a wedged call from holding the stop up.
-   */
-  static final Duration DRAIN_LIMIT = Duration.ofSeconds(1);
-
   // The ranges NodeConfig enforces, repeated here to name the command line's options.
   static final Duration MIN_ELECTION_TIMEOUT = Duration.ofMillis(50);
   static final Duration MAX_ELECTION_TIMEOUT = Duration.ofMinutes(1);
@@ -486,7 +480,6 @@ final class ServerCommand implements Callable<Integer> {
               err.println("leasehold server: node " + id + " handed the leadership to " + successor);
               err.flush();
             });
-        node.drainClients(DRAIN_LIMIT);
       }
     }
     return 0;

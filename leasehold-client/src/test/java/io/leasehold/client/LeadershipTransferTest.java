@@ -220,53 +220,6 @@ class LeadershipTransferTest {
     }
   }
 
-  /**
-   * The second step of a planned stop: a node that drains answers the calls it has already taken
-   * (here a write it holds because no leader can commit it yet) instead of cancelling them, and
-   * takes no new connections meanwhile, so clients send new calls elsewhere at once.
-   */
-  @Test
-  void aDrainingNodeAnswersTheCallsItTookAndTakesNoNewOnes() throws Exception {
-    int leader = cluster.awaitLeader(PATIENCE);
-    int draining = (leader + 1) % 3;
-    int other = (leader + 2) % 3;
-    CoreClient c = new CoreClient(only(draining), Duration.ofSeconds(20));
-    closeLater.add(c);
-    put(c, "before-the-drain").get(20, TimeUnit.SECONDS);
-    cluster.stopNode(leader);
-    cluster.stopNode(other);
-    try {
-      // Alone, the node cannot get the write committed: the call stays in flight on it.
-      java.util.concurrent.CompletableFuture<PutResponse> taken = put(c, "taken-before-the-drain");
-      await("the write taken by the node").atMost(PATIENCE).until(() -> node(draining).clientCallsInFlight() > 0);
-      java.util.concurrent.CompletableFuture<Boolean> drained =
-          java.util.concurrent.CompletableFuture.supplyAsync(() -> node(draining).drainClients(PATIENCE));
-      InetSocketAddress endpoint = only(draining).get(0);
-      await("the node's client port closed").atMost(PATIENCE).until(() -> refusesConnections(endpoint));
-      assertThat(drained).as("the drain, while a call is still in flight").isNotDone();
-
-      cluster.startNode(other); // a majority again: the write commits
-      assertThat(taken.get(20, TimeUnit.SECONDS).getKv().getKey()).isEqualTo("taken-before-the-drain");
-      assertThat(drained.get(20, TimeUnit.SECONDS)).as("every call answered before the drain's limit").isTrue();
-    } finally {
-      cluster.stopNode(draining); // it serves no clients any more: started again below
-      for (int i = 0; i < 3; i++) {
-        if (cluster.node(i).isEmpty()) {
-          cluster.startNode(i);
-        }
-      }
-    }
-  }
-
-  private static boolean refusesConnections(InetSocketAddress endpoint) {
-    try (java.net.Socket s = new java.net.Socket()) {
-      s.connect(endpoint, 1_000);
-      return false;
-    } catch (java.io.IOException refused) {
-      return true;
-    }
-  }
-
   private java.util.concurrent.CompletableFuture<TransferLeaderResponse> transfer(List<InetSocketAddress> via, String to) {
     CoreClient client = new CoreClient(via, Duration.ofSeconds(15));
     closeLater.add(client);

@@ -123,7 +123,6 @@ public final class CoreNode implements AutoCloseable {
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
   private Server grpcServer;
-  private LimitChecks limits;
 
   private CoreNode(NodeConfig config, PeerSettings peerSettings, NodeTls tls) {
     this.config = config;
@@ -260,7 +259,7 @@ public final class CoreNode implements AutoCloseable {
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members);
     String root = rootIdentityToWrite(format);
     AccessControl access = new AccessControl(stateMachine.state(), root != null);
-    limits = new LimitChecks(config.limits(), stateMachine.state());
+    LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
     ClientService clientService =
         new ClientService(
             gateway,
@@ -669,40 +668,10 @@ public final class CoreNode implements AutoCloseable {
     return leadership == null ? Optional.empty() : leadership.handOver(within);
   }
 
-  /** {@return the unary client calls this node has taken and not yet answered} */
-  public int clientCallsInFlight() {
-    return limits == null ? 0 : limits.unaryCallsInFlight();
-  }
-
-  /**
-   * Takes no more client calls and waits, at most {@code within}, until the unary calls in flight
-   * are answered: the second step of a planned stop, after {@link #handOverLeadership}. Clients are
-   * told at once (HTTP/2 GOAWAY) to send new calls elsewhere, while the calls this node has already
-   * taken are answered here (forwarded to the new leader) instead of being cancelled by {@link
-   * #close} and sent again, which costs each of them another round at the moment this node's stop
-   * (its snapshot) competes with the new leader for CPU and disk. Keep-alive and watch streams stay
-   * open until {@link #close}; their clients move them then.
-   *
-   * @return whether every unary call was answered in time
-   */
-  public boolean drainClients(Duration within) {
-    if (grpcServer == null) {
-      return true;
-    }
-    grpcServer.shutdown();
-    long deadline = System.nanoTime() + within.toNanos();
-    boolean drained = Polling.until(() -> clientCallsInFlight() == 0, deadline);
-    if (!drained) {
-      log.info("node {}: {} client calls still in flight after {} ms; cancelling them (clients send them again elsewhere)",
-          config.self(), clientCallsInFlight(), within.toMillis());
-    }
-    return drained;
-  }
-
   /**
    * Stops serving and leaves the cluster; the data directory stays for a restart. A leader stops
    * as abruptly as a crash would (the others elect a new one after their election timeout): call
-   * {@link #handOverLeadership} and {@link #drainClients} first for a planned stop.
+   * {@link #handOverLeadership} first for a planned stop.
    */
   @Override
   public void close() {

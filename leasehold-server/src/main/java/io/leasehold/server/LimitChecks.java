@@ -3,7 +3,6 @@ package io.leasehold.server;
 import io.grpc.Attributes;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
@@ -43,8 +42,6 @@ final class LimitChecks {
 
   private final Limits limits;
   private final CoreState state;
-  /** Unary calls this node has started and not yet ended, over all connections: what a planned stop waits for. */
-  private final AtomicInteger unaryInFlight = new AtomicInteger();
 
   LimitChecks(Limits limits, CoreState state) {
     this.limits = limits;
@@ -153,11 +150,6 @@ final class LimitChecks {
     return bytes;
   }
 
-  /** {@return the unary calls in flight on this node: started, not yet answered or cancelled} */
-  int unaryCallsInFlight() {
-    return unaryInFlight.get();
-  }
-
   /** {@return a filter that gives each new client connection its counters} */
   ServerTransportFilter transportFilter() {
     return new ServerTransportFilter() {
@@ -197,39 +189,28 @@ final class LimitChecks {
               new Metadata());
           return new ServerCall.Listener<>() {};
         }
-        boolean unary = call.getMethodDescriptor().getType() == MethodDescriptor.MethodType.UNARY;
-        if (unary) {
-          unaryInFlight.incrementAndGet();
-        }
         ServerCall.Listener<Q> listener;
         try {
           listener = next.startCall(call, headers);
         } catch (RuntimeException e) {
-          ended(open, unary);
+          open.decrementAndGet();
           throw e;
         }
         // Exactly one of onComplete and onCancel ends every call that started.
         return new SimpleForwardingServerCallListener<>(listener) {
           @Override
           public void onComplete() {
-            ended(open, unary);
+            open.decrementAndGet();
             super.onComplete();
           }
 
           @Override
           public void onCancel() {
-            ended(open, unary);
+            open.decrementAndGet();
             super.onCancel();
           }
         };
       }
     };
-  }
-
-  private void ended(AtomicInteger open, boolean unary) {
-    open.decrementAndGet();
-    if (unary) {
-      unaryInFlight.decrementAndGet();
-    }
   }
 }
