@@ -107,13 +107,8 @@ final class LeadershipTransfer implements AutoCloseable {
   /** Runs on the mover thread: it may wait for a leader to be known, and for Ratis's answer. */
   private Moved moveNow(Optional<String> to, long deadline) {
     long started = System.nanoTime();
-    DivisionInfo info = awaitKnownLeader(deadline);
-    // The info is a live view: the leader is read once, as an election could clear it meanwhile.
-    RaftPeerId leaderId = info.getLeaderId();
-    if (leaderId == null) {
-      throw new NotNowException("node " + config.self() + " knows no leader (an election is under way?); try again");
-    }
-    String previous = leaderId.toString();
+    String previous = awaitKnownLeader(deadline).toString();
+    DivisionInfo info = info();
     String target;
     if (to.isPresent()) {
       target = to.get();
@@ -160,17 +155,23 @@ final class LeadershipTransfer implements AutoCloseable {
   }
 
   /**
-   * This node's view of the group once it knows a leader: a node that has just started, or one
+   * The leader this node knows, once it knows one: a node that has just started, or one
    * during an election, knows none for a moment, and the caller gave the move time anyway.
    */
-  private DivisionInfo awaitKnownLeader(long deadline) {
-    if (!Polling.until(() -> info().getLeaderId() != null, deadline)) {
+  private RaftPeerId awaitKnownLeader(long deadline) {
+    // DivisionInfo is a live view: the leader id is read once per look, as an election can clear
+    // it between two reads.
+    java.util.concurrent.atomic.AtomicReference<RaftPeerId> leader = new java.util.concurrent.atomic.AtomicReference<>();
+    if (!Polling.until(() -> {
+      leader.set(info().getLeaderId());
+      return leader.get() != null;
+    }, deadline)) {
       throw new NotNowException(
           Thread.currentThread().isInterrupted()
               ? "node " + config.self() + " is stopping"
               : "node " + config.self() + " knows no leader (an election is under way?); try again");
     }
-    return info();
+    return leader.get();
   }
 
   private DivisionInfo info() {
