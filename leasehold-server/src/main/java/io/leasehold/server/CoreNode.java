@@ -229,6 +229,8 @@ public final class CoreNode implements AutoCloseable {
         tls == null
             ? new org.apache.ratis.conf.Parameters()
             : tls.ratisParameters(config.peers().stream().map(Peer::host).collect(java.util.stream.Collectors.toSet()));
+    // Ratis routes a message between nodes by its group only: take none addressed to another node.
+    org.apache.ratis.grpc.GrpcConfigKeys.Server.setServicesCustomizer(parameters, new AddresseeCheck(self.id()));
     boolean join = config.startMode() == NodeConfig.StartMode.JOIN;
     raftServer =
         RaftServer.newBuilder()
