@@ -63,6 +63,11 @@ final class Foreground implements AutoCloseable {
     }
   }
 
+  /** Ends {@link #await} as a signal would, from any thread: what it guards must stop by itself. */
+  void wake() {
+    stopRequested.countDown();
+  }
+
   private void onShutdown() {
     stopRequested.countDown();
     try {

@@ -44,7 +44,8 @@ import picocli.CommandLine.Spec;
           + " different one refuses to start, and a running node that finds one refuses reads and"
           + " keep-alives until they agree.",
       "Exits 0 when stopped; 1 if the node cannot start (a port taken, an unusable data"
-          + " directory); 2 for bad options, and when it refuses to start (its data directory does"
+          + " directory) or stops by itself (Ratis closed its Raft server: the cluster removed it,"
+          + " or a JVM pause was too long); 2 for bad options, and when it refuses to start (its data directory does"
           + " not fit --bootstrap, or another node's election timeout differs)."
     })
 final class ServerCommand implements Callable<Integer> {
@@ -471,7 +472,14 @@ final class ServerCommand implements Callable<Integer> {
                 + (http == null ? "" : ", status on http://" + self.host() + ":" + http.port() + "/")
                 + ". Ctrl-C or SIGTERM stops it.");
         err.flush();
+        node.stoppedOnItsOwn().thenRun(foreground::wake);
         foreground.await(null);
+        String stoppedBy = node.stoppedOnItsOwn().getNow(null);
+        if (stoppedBy != null) {
+          err.println("leasehold server: node " + id + " stops: " + stoppedBy);
+          err.flush();
+          return 1;
+        }
         err.println("leasehold server: stopping node " + id);
         err.flush();
         // A planned stop: a leader hands over first, so clients need not wait for an election.

@@ -391,16 +391,29 @@ final class Cluster implements StoreCluster {
       }
       detail.put(leader.isPresent() ? "add-while-killed" : "add-no-leader-to-kill", adding.join());
     }
-    admin(detail, "add", "add-node", add);
+    admin(detail, "add", j, "add-node", add);
     return detail;
   }
 
   /** Runs an admin command until it succeeds (at most 3 minutes); records the attempts. */
   private void admin(java.util.Map<String, String> detail, String key, String... args) {
+    admin(detail, key, -1, args);
+  }
+
+  /**
+   * Runs an admin command until it succeeds (at most 3 minutes), and stops at once if node {@code
+   * watched} (unless -1) exits meanwhile: a node being added that stops by itself is never added.
+   */
+  private void admin(java.util.Map<String, String> detail, String key, int watched, String... args) {
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
     int attempts = 0;
     String last;
     do {
+      if (watched >= 0 && !processes[watched].isAlive()) {
+        throw new IllegalStateException("node " + raftIds[watched] + " exited (code " + processes[watched].exitValue()
+            + ") before `leasehold admin " + String.join(" ", args) + "` succeeded; why is at the end of "
+            + dir.resolve(id(watched) + ".log"));
+      }
       attempts++;
       last = adminOnce(args);
       if (last.equals("0")) {

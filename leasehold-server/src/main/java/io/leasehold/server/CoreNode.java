@@ -117,6 +117,10 @@ public final class CoreNode implements AutoCloseable {
   private final ScheduledExecutorService expiry;
   /** Sends watchers their progress reports ({@link WatchHub#reportProgress}). */
   private final ScheduledExecutorService watchProgress;
+  /** Set when {@link #close()} begins: from then on Raft's closing is this node's own doing. */
+  private volatile boolean closing;
+  /** Completes, with why, when Raft stopped this node by itself; see {@link #stoppedOnItsOwn()}. */
+  private final CompletableFuture<String> stoppedOnItsOwn = new CompletableFuture<>();
   private RaftServer raftServer;
   private RaftClient raftClient;
   private RaftGateway gateway;
@@ -246,6 +250,7 @@ public final class CoreNode implements AutoCloseable {
             .setOption(format ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
             .build();
     raftServer.start();
+    stateMachine.closed().thenRun(() -> stopsOnItsOwn(RAFT_CLOSED));
     raftClient =
         RaftClient.newBuilder()
             .setProperties(clientProperties())
@@ -671,12 +676,37 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /**
+   * {@return completes, with why, if Ratis closed this node's Raft server by itself, without
+   * {@link #close()}: it does so to a node the cluster tells it is no member (removed, or an add
+   * that did not complete), after a JVM pause longer than its close threshold, and on an error
+   * applying the log. The node then serves nothing more, and the process running it should stop,
+   * as a removed etcd member does}
+   */
+  public CompletableFuture<String> stoppedOnItsOwn() {
+    return stoppedOnItsOwn.copy();
+  }
+
+  /** Why a node stops when Ratis closed its Raft server by itself. */
+  private static final String RAFT_CLOSED =
+      "its Raft server stopped by itself, so it serves nothing more. Ratis does this to a node the cluster"
+          + " tells it is no member (it was removed, or an add-node of it did not complete: then start a new node"
+          + " with --join under a new --id and add it), after a JVM pause longer than its close threshold, and on"
+          + " an error applying the log (see the lines above)";
+
+  private void stopsOnItsOwn(String why) {
+    if (!closing && stoppedOnItsOwn.complete(why)) {
+      log.error("node {}: {}", config.self(), why);
+    }
+  }
+
+  /**
    * Stops serving and leaves the cluster; the data directory stays for a restart. A leader stops
    * as abruptly as a crash would (the others elect a new one after their election timeout): call
    * {@link #handOverLeadership} first for a planned stop.
    */
   @Override
   public void close() {
+    closing = true;
     expiry.shutdownNow();
     watchProgress.shutdownNow();
     peerSettings.close();

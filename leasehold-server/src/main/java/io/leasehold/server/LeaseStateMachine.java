@@ -64,6 +64,7 @@ final class LeaseStateMachine extends BaseStateMachine {
   private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
   private volatile RaftServer.Division division;
   private volatile long loadedSnapshotIndex = -1;
+  private final CompletableFuture<Void> closed = new CompletableFuture<>();
 
   private final Runnable onLeaderReady;
 
@@ -117,6 +118,22 @@ final class LeaseStateMachine extends BaseStateMachine {
       writeRestoredSnapshot();
     }
     getLifeCycle().startAndTransition(this::loadLatestSnapshot, IOException.class);
+  }
+
+  /**
+   * Ratis closes the state machine when it closes this node's Raft division: when the node stops,
+   * and also on its own (a node the cluster's configuration no longer holds; a JVM pause beyond
+   * Ratis's close threshold; an error applying the log).
+   */
+  @Override
+  public void close() throws IOException {
+    super.close();
+    closed.complete(null);
+  }
+
+  /** {@return completes once Ratis has closed this state machine (see {@link #close()})} */
+  CompletableFuture<Void> closed() {
+    return closed;
   }
 
   /** Ratis pauses the state machine before it installs a snapshot from the leader. */
