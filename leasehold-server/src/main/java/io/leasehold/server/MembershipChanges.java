@@ -30,6 +30,7 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.SetConfigurationRequest;
+import org.apache.ratis.protocol.exceptions.RaftRetryFailureException;
 import org.apache.ratis.protocol.exceptions.ReconfigurationInProgressException;
 import org.apache.ratis.protocol.exceptions.ReconfigurationTimeoutException;
 import org.apache.ratis.retry.RetryPolicies;
@@ -271,7 +272,7 @@ final class MembershipChanges implements AutoCloseable {
     }
   }
 
-  private static RuntimeException refusal(Throwable failure, String what) {
+  static RuntimeException refusal(Throwable failure, String what) {
     Throwable cause = failure;
     while (cause instanceof CompletionException && cause.getCause() != null) {
       cause = cause.getCause();
@@ -285,7 +286,16 @@ final class MembershipChanges implements AutoCloseable {
           "the new node did not catch up with the leader in time (" + cause.getMessage() + "); nothing changed."
               + " Check that it runs and that the leader reaches its Raft port, then try again");
     }
-    return new NotNowException("the change (" + what + ") failed: " + cause);
+    if (cause instanceof RaftRetryFailureException) {
+      // Its message is Ratis's request dump ("Failed SetConfigurationRequest:client-… for 20
+      // attempts with RetryLimited(…)"): what an operator needs is what to do.
+      return new NotNowException(
+          "the leader did not answer the change (" + what + ") however often it was asked (it was moving, or"
+              + " the node to add stopped: see its log); it may still complete: run the same command again to"
+              + " see (it does nothing once the change is in force)");
+    }
+    String why = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+    return new NotNowException("the change (" + what + ") failed: " + why);
   }
 
   /**
