@@ -11,6 +11,7 @@ import org.apache.ratis.proto.RaftProtos.RaftRpcRequestProto;
 import org.apache.ratis.proto.RaftProtos.ReadIndexRequestProto;
 import org.apache.ratis.proto.RaftProtos.RequestVoteRequestProto;
 import org.apache.ratis.proto.RaftProtos.StartLeaderElectionRequestProto;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.thirdparty.io.grpc.ForwardingServerCallListener;
 import org.apache.ratis.thirdparty.io.grpc.Metadata;
 import org.apache.ratis.thirdparty.io.grpc.ServerCall;
@@ -45,11 +46,13 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
   private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final String self;
+  private final ByteString selfId;
   private final Map<String, Long> lastWarned = new ConcurrentHashMap<>();
 
   /** @param self this node's id, the only addressee it takes */
   AddresseeCheck(String self) {
     this.self = self;
+    this.selfId = ByteString.copyFromUtf8(self);
   }
 
   @Override
@@ -68,12 +71,13 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
           return;
         }
         RaftRpcRequestProto request = peerRequest(message);
-        String to = request == null ? "" : request.getReplyId().toStringUtf8();
-        if (to.isEmpty() || to.equals(self)) {
+        // Compared as bytes: every append of the log passes here, and a String each is garbage.
+        if (request == null || request.getReplyId().isEmpty() || request.getReplyId().equals(selfId)) {
           super.onMessage(message);
           return;
         }
         refused = true;
+        String to = request.getReplyId().toStringUtf8();
         String from = request.getRequestorId().toStringUtf8();
         warnOnce(from, to, call.getMethodDescriptor().getBareMethodName());
         call.close(
