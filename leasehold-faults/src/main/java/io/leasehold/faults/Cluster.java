@@ -409,10 +409,11 @@ final class Cluster implements StoreCluster {
     int attempts = 0;
     String last;
     do {
-      if (watched >= 0 && !processes[watched].isAlive()) {
-        throw new IllegalStateException("node " + raftIds[watched] + " exited (code " + processes[watched].exitValue()
-            + ") before `leasehold admin " + String.join(" ", args) + "` succeeded; why is at the end of "
-            + dir.resolve(id(watched) + ".log"));
+      Process node = watched >= 0 ? processes[watched] : null;
+      if (watched >= 0 && (node == null || !node.isAlive())) {
+        throw new IllegalStateException("node " + raftIds[watched] + " exited"
+            + (node == null ? "" : " (code " + node.exitValue() + ")") + " before `leasehold admin "
+            + String.join(" ", args) + "` succeeded; why is at the end of " + dir.resolve(id(watched) + ".log"));
       }
       attempts++;
       last = adminOnce(args);

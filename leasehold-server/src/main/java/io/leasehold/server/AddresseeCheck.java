@@ -42,7 +42,7 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
 
   private static final Logger log = LoggerFactory.getLogger(AddresseeCheck.class);
 
-  /** One warning per sender and addressee in this long: a stale sender retries every few ms. */
+  /** One warning per sender and addressee in this long: a stale sender opens a new stream often. */
   private static final long WARN_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final String self;
@@ -63,6 +63,8 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
   @Override
   public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers, ServerCallHandler<Q, A> next) {
     return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(next.startCall(call, headers)) {
+      /** Whether the call's first message was looked at: a Ratis stream goes to one peer only. */
+      private boolean checked;
       private boolean refused;
 
       @Override
@@ -70,8 +72,14 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
         if (refused) {
           return;
         }
+        if (checked) {
+          super.onMessage(message);
+          return;
+        }
+        checked = true;
+        // Decided on the first message alone: refusing a stream part-way would close the call
+        // while Ratis may still answer its earlier messages from another thread.
         RaftRpcRequestProto request = peerRequest(message);
-        // Compared as bytes: every append of the log passes here, and a String each is garbage.
         if (request == null || request.getReplyId().isEmpty() || request.getReplyId().equals(selfId)) {
           super.onMessage(message);
           return;
@@ -114,6 +122,9 @@ final class AddresseeCheck implements GrpcServices.Customizer, ServerInterceptor
 
   private void warnOnce(String from, String to, String method) {
     long now = System.nanoTime();
+    if (lastWarned.size() > 64) {
+      lastWarned.clear(); // the ids come from the wire: keep no more than a few
+    }
     Long before = lastWarned.get(from + "->" + to);
     if (before != null && now - before < WARN_EVERY_NANOS) {
       return;

@@ -718,8 +718,28 @@ public final class CoreNode implements AutoCloseable {
     closeQuietly(gateway);
     closeQuietly(raftClient);
     closeQuietly(raftServer);
+    if (stoppedOnItsOwn.isDone()) {
+      awaitRaftClosed(); // Ratis's own close is still under way on its thread: let it finish the log
+    }
     closeQuietly(tls);
     log.info("node {} stopped", config.self());
+  }
+
+  /** How long a node that Ratis stopped by itself waits for Ratis to finish closing its log. */
+  private static final Duration RAFT_CLOSE_WAIT = Duration.ofSeconds(5);
+
+  private void awaitRaftClosed() {
+    boolean closed = Polling.until(() -> {
+      try {
+        return raftServer.getDivision(GROUP_ID).getInfo().getLifeCycleState() == org.apache.ratis.util.LifeCycle.State.CLOSED;
+      } catch (IOException | RuntimeException gone) {
+        return true; // no division any more: nothing left to close
+      }
+    }, System.nanoTime() + RAFT_CLOSE_WAIT.toNanos());
+    if (!closed) {
+      log.warn("node {}: Ratis had not finished closing {} ms after it began; stopping anyway", config.self(),
+          RAFT_CLOSE_WAIT.toMillis());
+    }
   }
 
   /**

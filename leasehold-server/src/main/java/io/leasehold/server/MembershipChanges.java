@@ -290,9 +290,9 @@ final class MembershipChanges implements AutoCloseable {
       // Its message is Ratis's request dump ("Failed SetConfigurationRequest:client-… for 20
       // attempts with RetryLimited(…)"): what an operator needs is what to do.
       return new NotNowException(
-          "the leader did not answer the change (" + what + ") however often it was asked (it was moving, or"
-              + " the node to add stopped: see its log); it may still complete: run the same command again to"
-              + " see (it does nothing once the change is in force)");
+          "the leader did not answer the change (" + what + ") however often it was asked (a leader was being"
+              + " elected, or a node the change needs stopped: see the nodes' logs); it may still complete: run"
+              + " the same command again to see (it does nothing once the change is in force)");
     }
     String why = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
     return new NotNowException("the change (" + what + ") failed: " + why);
