@@ -686,6 +686,11 @@ public final class CoreNode implements AutoCloseable {
     return stoppedOnItsOwn.copy();
   }
 
+  /** {@return this node's Raft division} (for tests that act behind the node's back) */
+  RaftServer.Division division() throws IOException {
+    return raftServer.getDivision(GROUP_ID);
+  }
+
   /** Why a node stops when Ratis closed its Raft server by itself. */
   private static final String RAFT_CLOSED =
       "its Raft server stopped by itself, so it serves nothing more. Ratis does this to a node the cluster"
