@@ -736,7 +736,7 @@ public final class CoreNode implements AutoCloseable {
   private void awaitRaftClosed() {
     boolean closed = Polling.until(() -> {
       try {
-        return raftServer.getDivision(GROUP_ID).getInfo().getLifeCycleState() == org.apache.ratis.util.LifeCycle.State.CLOSED;
+        return division().getInfo().getLifeCycleState() == org.apache.ratis.util.LifeCycle.State.CLOSED;
       } catch (IOException | RuntimeException gone) {
         return true; // no division any more: nothing left to close
       }

@@ -54,12 +54,22 @@ public final class Jvm {
    * elections and syncs), with the time of day. Each store ignores the other's logger.
    */
   static List<String> loggingOptions() {
-    return List.of(
+    List<String> options = new java.util.ArrayList<>(List.of(
         "-Dorg.slf4j.simpleLogger.logFile=System.err",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-Dorg.slf4j.simpleLogger.log.io.leasehold=info",
         "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.quorum=info",
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
-        "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss.SSS");
+        "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss.SSS"));
+    if (Boolean.getBoolean(RATIS_LOGS)) {
+      // Ratis's own account of a hand-over or an election (votes, leader start, first append),
+      // which BENCHMARKS.md's step-by-step timings are read from.
+      options.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl=info");
+      options.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info");
+    }
+    return List.copyOf(options);
   }
+
+  /** Set on the bench's JVM ({@code -Dleasehold.bench.ratisLogs=true}): core nodes log Ratis at INFO. */
+  static final String RATIS_LOGS = "leasehold.bench.ratisLogs";
 }
