@@ -881,6 +881,7 @@ public abstract class LeaseContractSuite {
     }
     Lease a = lease(contender(), name, "owner-a");
     Lease b = lease(contender(), name, "owner-b");
+    LossRecorder lossesOfB = recordLosses(b);
     EventRecorder seen = new EventRecorder();
     Subscription subscription = watcher.backend().observe(name, seen);
     awaitEvents(seen, 1);
@@ -911,7 +912,15 @@ public abstract class LeaseContractSuite {
     subscription.cancel();
     result(b.release());
     awaitEvents(late, 2);
-    assertThat(summaries(late).get(1)).isEqualTo("RELEASED owner-b " + tokenOfB);
+    String end = summaries(late).get(1);
+    if (end.startsWith("EXPIRED")) {
+      // Only where owner-b's renewals stalled for a whole TTL before its release (a machine loaded
+      // that much): the store counted the lease expired, and owner-b was told it lost it.
+      awaitLosses(lossesOfB, 1);
+      assertThat(end).isEqualTo("EXPIRED owner-b " + tokenOfB);
+    } else {
+      assertThat(end).isEqualTo("RELEASED owner-b " + tokenOfB);
+    }
     assertThat(seen.count()).as("events after the subscription was cancelled").isEqualTo(4);
   }
 
