@@ -258,7 +258,7 @@ public final class CoreNode implements AutoCloseable {
             .setRaftGroup(group)
             .setClientId(ClientId.randomId())
             // Bounded in time, so that deduplication can be (see RaftGateway).
-            .setRetryPolicy(RaftGateway.forwardRetryPolicy())
+            .setRetryPolicy(RaftGateway.forwardRetryPolicy(this::leaderUp))
             .build();
     gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
     membership =
@@ -689,6 +689,11 @@ public final class CoreNode implements AutoCloseable {
   /** {@return this node's Raft division} (for tests that act behind the node's back) */
   RaftServer.Division division() throws IOException {
     return raftServer.getDivision(GROUP_ID);
+  }
+
+  /** {@return whether this node knows a leader that is up (see {@link RaftGateway#leaderUp})} */
+  boolean leaderUp() {
+    return RaftGateway.leaderUp(raftServer, GROUP_ID);
   }
 
   /** Why a node stops when Ratis closed its Raft server by itself. */

@@ -6,16 +6,9 @@ import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.server.state.Command;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.ratis.client.retry.ClientRetryEvent;
-import org.apache.ratis.protocol.ClientId;
-import org.apache.ratis.protocol.Message;
-import org.apache.ratis.protocol.RaftClientRequest;
-import org.apache.ratis.protocol.RaftGroupId;
-import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.util.Timestamp;
 import org.junit.jupiter.api.Test;
 
-/** Cluster time: the leader's stamps, the nodes' estimates, and the bound on forwarding. */
+/** Cluster time: the leader's stamps and the nodes' estimates. */
 class ClusterTimeTest {
 
   private final AtomicLong nanos = new AtomicLong(5_000_000_000L);
@@ -64,28 +57,5 @@ class ClusterTimeTest {
     assertThat(clock.estimate()).isEqualTo(10_040);
     clock.applied(9_990); // an older stamp does not move it back
     assertThat(clock.estimate()).isEqualTo(10_040);
-  }
-
-  @Test
-  void theNodesRatisClientMakesNoNewAttemptOnceItsWindowHasPassed() {
-    RaftClientRequest request =
-        RaftClientRequest.newBuilder()
-            .setClientId(ClientId.randomId())
-            .setServerId(RaftPeerId.valueOf("n1"))
-            .setGroupId(RaftGroupId.randomId())
-            .setCallId(1)
-            .setMessage(Message.EMPTY)
-            .setType(RaftClientRequest.writeRequestType())
-            .build();
-    long windowMillis = RaftGateway.FORWARD_WINDOW.minus(RaftGateway.QUEUE_WAIT).toMillis();
-    Timestamp fresh = Timestamp.currentTime();
-    Timestamp old = Timestamp.currentTime().addTimeMs(-windowMillis - 1);
-    assertThat(RaftGateway.forwardRetryPolicy().handleAttemptFailure(new ClientRetryEvent(1_000, request, 1, new java.io.IOException(), fresh)).shouldRetry())
-        .as("many attempts, still within the window")
-        .isTrue();
-    assertThat(RaftGateway.forwardRetryPolicy().handleAttemptFailure(new ClientRetryEvent(2, request, 1, new java.io.IOException(), old)).shouldRetry())
-        .as("the window has passed")
-        .isFalse();
-    assertThat(RaftGateway.FORWARD_WINDOW.toMillis() + 10_000).as("room left for the network").isLessThanOrEqualTo(CoreState.MAX_CALL_DELAY_MILLIS);
   }
 }
