@@ -53,6 +53,13 @@ final class ServerCommand implements Callable<Integer> {
   /** How long a leader being stopped waits for a follower to take over before it stops anyway. */
   static final Duration HAND_OVER_LIMIT = Duration.ofSeconds(5);
 
+  /**
+   * How long a node being stopped then waits for the calls it holds to be answered before it
+   * cancels them (see {@link io.leasehold.server.CoreNode#awaitCallsAnswered}). Only a node with
+   * calls in flight waits at all.
+   */
+  static final Duration CALLS_ANSWERED_LIMIT = Duration.ofMillis(500);
+
   // The ranges NodeConfig enforces, repeated here to name the command line's options.
   static final Duration MIN_ELECTION_TIMEOUT = Duration.ofMillis(50);
   static final Duration MAX_ELECTION_TIMEOUT = Duration.ofMinutes(1);
@@ -488,6 +495,14 @@ final class ServerCommand implements Callable<Integer> {
               err.println("leasehold server: node " + id + " handed the leadership to " + successor);
               err.flush();
             });
+        // The calls it holds (forwarded to the new leader during the move) are answered rather
+        // than cancelled: a cancelled call is sent again through another node, hundreds of ms later.
+        if (!node.awaitCallsAnswered(CALLS_ANSWERED_LIMIT)) {
+          err.println("leasehold server: node " + id + ": calls still unanswered after "
+              + CALLS_ANSWERED_LIMIT.toMillis() + " ms; cancelling them (their clients send them again through"
+              + " another node)");
+          err.flush();
+        }
       }
     }
     return 0;

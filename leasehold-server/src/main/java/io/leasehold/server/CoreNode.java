@@ -676,6 +676,20 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /**
+   * Waits, at most {@code within}, until every call this node took has been answered: a planned
+   * stop's step after {@link #handOverLeadership}. The calls taken during the move were forwarded
+   * to the new leader, which answers them within a round trip or two of being ready; {@link
+   * #close()} would cancel them, and each client would send its call again through a node that
+   * may not know the leader yet (stop 20's logs: 200–570 ms more than answering them here). New
+   * calls may still arrive meanwhile (clients learn the new leader from the answers).
+   *
+   * @return whether every call was answered in time
+   */
+  public boolean awaitCallsAnswered(Duration within) {
+    return gateway == null || gateway.awaitIdle(System.nanoTime() + within.toNanos());
+  }
+
+  /**
    * {@return completes, with why, if Ratis closed this node's Raft server by itself, without
    * {@link #close()}: it does so to a node the cluster tells it is no member (removed, or an add
    * that did not complete), after a JVM pause longer than its close threshold, and on an error

@@ -74,6 +74,11 @@ final class EntryBatcher {
     return pending.reply;
   }
 
+  /** {@return whether no write is on its way through the log or waiting for an entry} */
+  synchronized boolean idle() {
+    return inFlight == 0 && waiting.isEmpty();
+  }
+
   /** {@return how many writes wait for an entry (for tests and status)} */
   synchronized int waiting() {
     return waiting.size();

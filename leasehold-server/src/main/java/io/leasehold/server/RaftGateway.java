@@ -425,6 +425,21 @@ final class RaftGateway implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits, until {@code deadline} (System.nanoTime), for every write and read this node took to
+   * be answered: none waits for an entry, is on its way through the log, or is being forwarded.
+   * A node that has just handed its leadership over holds the calls it took during the move,
+   * forwarded to the new leader, which answers them within a round trip or two of being ready;
+   * closing before then cancels them, and each client sends its call again through a node that
+   * may not know the leader yet (stop 20's logs: 200–570 ms more).
+   *
+   * @return whether it was idle in time
+   */
+  boolean awaitIdle(long deadline) {
+    return Polling.until(
+        () -> batcher.idle() && queued.get() == 0 && forwardPermits.availablePermits() == MAX_FORWARDED, deadline);
+  }
+
   /** Stops its threads; the node is closing. */
   @Override
   public void close() {

@@ -51,6 +51,21 @@ new EntryBatcher(this::appendedFuture, Runnable::run, "n1");
     assertThat(reply.get(1, TimeUnit.SECONDS)).isEqualTo(ok("a"));
   }
 
+  /** A stopping node waits for this before it cancels its clients' calls (RaftGateway.awaitIdle). */
+  @Test
+  void itIsIdleOnlyOnceEveryWriteItTookWasAnswered() {
+    assertThat(batcher.idle()).as("nothing taken yet").isTrue();
+    for (int i = 0; i < EntryBatcher.MAX_ENTRIES_IN_FLIGHT + 1; i++) {
+      batcher.write(put("k" + i));
+    }
+    assertThat(batcher.idle()).as("entries in flight, one write waiting").isFalse();
+    appended.get(0).complete(answer(entries.get(0)));
+    appended.get(1).complete(answer(entries.get(1)));
+    assertThat(batcher.idle()).as("the waiting write went out and is in flight").isFalse();
+    appended.get(2).complete(answer(entries.get(2)));
+    assertThat(batcher.idle()).as("every write answered").isTrue();
+  }
+
   @Test
   void writesThatArriveWhileEntriesAreInFlightGoOutTogetherEachWithItsOwnReply() throws Exception {
     List<CompletableFuture<Reply>> replies = new ArrayList<>();
