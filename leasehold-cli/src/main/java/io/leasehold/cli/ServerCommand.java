@@ -55,8 +55,9 @@ final class ServerCommand implements Callable<Integer> {
 
   /**
    * How long a node being stopped then waits for the calls it holds to be answered before it
-   * cancels them (see {@link io.leasehold.server.CoreNode#awaitCallsAnswered}). Only a node with
-   * calls in flight waits at all.
+   * cancels them (see {@link io.leasehold.server.CoreNode#awaitCallsAnswered}). A quiet node
+   * waits not at all; one whose clients keep sending (they move once answers name the new leader)
+   * may wait the whole time: its stop is slower, none of its clients' calls is.
    */
   static final Duration CALLS_ANSWERED_LIMIT = Duration.ofMillis(500);
 

@@ -705,9 +705,9 @@ public final class CoreNode implements AutoCloseable {
     return raftServer.getDivision(GROUP_ID);
   }
 
-  /** {@return whether this node knows a leader that is up (see {@link RaftGateway#leaderUp})} */
+  /** {@return whether this node knows a leader that is up (see {@link RaftGateway#leaderUp(org.apache.ratis.server.DivisionInfo, long)})} */
   boolean leaderUp() {
-    return RaftGateway.leaderUp(raftServer, GROUP_ID);
+    return RaftGateway.leaderUp(raftServer, GROUP_ID, RaftGateway.leaderHeardWithinMs(config.electionTimeout()));
   }
 
   /** Why a node stops when Ratis closed its Raft server by itself. */

@@ -126,28 +126,33 @@ final class RaftGateway implements AutoCloseable {
   /**
    * The longest pause between attempts of a forwarded call while a leader is up: one that refused
    * the call only because it has not yet committed its first entry, or one this node heard from
-   * within {@link #LEADER_HEARD_WITHIN_MS}. Such a leader serves within a round or two, and a call
+   * lately ({@link #leaderHeardWithinMs}). Such a leader serves within a round or two, and a call
    * that slept {@link #BACKOFF}'s 100 ms through that moment waited most of it for nothing (stop
    * 18's failover logs: 150–380 ms from the new leader leading to the forwarded call answered).
    * While no leader is up (an election), the pauses stay long, so that hundreds of waiting calls
-   * do not flood the candidates.
+   * do not flood the candidates; an overloaded leader ({@link ResourceUnavailableException}) gets
+   * the long pauses too.
    */
   static final long LEADER_UP_MAX_PAUSE_MS = 20;
 
   /**
-   * How recently a follower must have heard from its leader for it to count as up: well inside the
-   * shortest election timeout (300 ms), which is about when a follower that hears nothing starts
-   * to doubt it.
+   * {@return how recently a follower must have heard from its leader for it to count as up}:
+   * three quarters of the shortest election timeout. An idle leader sends a heartbeat half that
+   * timeout after its follower's last answer (Ratis's {@code LogAppender.getHeartbeatWaitTimeMs}),
+   * so a live leader is always heard within it, and a follower doubts a silent one only after a
+   * whole timeout.
    */
-  static final long LEADER_HEARD_WITHIN_MS = 150;
+  static long leaderHeardWithinMs(Duration shortestElectionTimeout) {
+    return shortestElectionTimeout.toMillis() * 3 / 4;
+  }
 
   /**
-   * The retry policy of the node's internal Ratis client: {@link #BACKOFF}, shortened to at most
-   * {@link #LEADER_UP_MAX_PAUSE_MS} while a leader is up ({@code leaderUp}, or the refusal says the
-   * leader is not ready yet), and no new attempt once {@link #FORWARD_WINDOW} minus {@link
-   * #QUEUE_WAIT} has passed since the first (Ratis's default retries forever without sleeping; a
-   * client call has a deadline anyway). Ratis itself skips the pause when a refusal names the
-   * leader.
+   * The retry policy of the node's internal Ratis client: {@link #BACKOFF}, its pauses above {@link
+   * #LEADER_UP_MAX_PAUSE_MS} cut to 10–20 ms while a leader is up ({@code leaderUp}, or the refusal
+   * says the leader is elected but not ready yet), and no new attempt once {@link #FORWARD_WINDOW}
+   * minus {@link #QUEUE_WAIT} has passed since the first (Ratis's default retries forever without
+   * sleeping; a client call has a deadline anyway). Ratis itself skips the pause when a refusal
+   * names the leader.
    */
   static RetryPolicy forwardRetryPolicy(java.util.function.BooleanSupplier leaderUp) {
     RetryPolicy pauses = event -> pause(event, leaderUp);
@@ -162,8 +167,10 @@ final class RaftGateway implements AutoCloseable {
   private static RetryPolicy.Action pause(RetryPolicy.Event event, java.util.function.BooleanSupplier leaderUp) {
     RetryPolicy.Action backoff = BACKOFF.handleAttemptFailure(event);
     long millis = backoff.getSleepTime().toLong(TimeUnit.MILLISECONDS);
+    Throwable cause = event.getCause();
     if (millis <= LEADER_UP_MAX_PAUSE_MS
-        || !(event.getCause() instanceof LeaderNotReadyException || leaderUp.getAsBoolean())) {
+        || cause instanceof ResourceUnavailableException
+        || !(cause instanceof LeaderNotReadyException || leaderUp.getAsBoolean())) {
       return backoff;
     }
     // Randomised like BACKOFF's, so that calls refused together do not come back together.
@@ -176,11 +183,11 @@ final class RaftGateway implements AutoCloseable {
 
   /**
    * {@return whether the node whose division {@code info} describes knows a leader that is up}:
-   * it leads and is ready, or it follows a leader it heard from within {@link
-   * #LEADER_HEARD_WITHIN_MS}. A follower still names a leader that died until its election
-   * timeout, so the name alone says nothing.
+   * it leads and is ready, or it follows a leader it heard from within {@code heardWithinMs}. A
+   * follower still names a leader that died until its election timeout, so the name alone says
+   * nothing; nor does a follower that has no record of hearing from one.
    */
-  static boolean leaderUp(DivisionInfo info) {
+  static boolean leaderUp(DivisionInfo info, long heardWithinMs) {
     if (info.isLeader()) {
       return info.isLeaderReady();
     }
@@ -188,25 +195,27 @@ final class RaftGateway implements AutoCloseable {
       return false;
     }
     RoleInfoProto role = info.getRoleInfoProto();
-    return role.hasFollowerInfo() && role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() < LEADER_HEARD_WITHIN_MS;
+    return role.hasFollowerInfo()
+        && role.getFollowerInfo().hasLeaderInfo()
+        && role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() < heardWithinMs;
+  }
+
+  /** {@return whether {@code server} knows a leader of {@code group} that is up ({@link #leaderUp(DivisionInfo, long)})} */
+  static boolean leaderUp(RaftServer server, RaftGroupId group, long heardWithinMs) {
+    try {
+      return leaderUp(server.getDivision(group).getInfo(), heardWithinMs);
+    } catch (IOException | RuntimeException gone) {
+      return false; // the group is not (or no longer) on this server
+    }
   }
 
   /**
    * {@return the pause before attempt {@code attempt} + 1 of a call this gateway sends again, in
-   * ns}: the same pauses as the node's Ratis client's
+   * ns}: {@link #BACKOFF}'s whole. The calls it sends again were refused by a leader handing its
+   * leadership over, which is up but refuses until the move ends; short pauses would only loop.
    */
-  private long pauseNanos(int attempt) {
-    RetryPolicy.Event event = () -> attempt;
-    return pause(event, () -> leaderUp(server, groupId)).getSleepTime().toLong(TimeUnit.NANOSECONDS);
-  }
-
-  /** {@return whether {@code server} knows a leader of {@code group} that is up ({@link #leaderUp(DivisionInfo)})} */
-  static boolean leaderUp(RaftServer server, RaftGroupId group) {
-    try {
-      return leaderUp(server.getDivision(group).getInfo());
-    } catch (IOException | RuntimeException gone) {
-      return false; // the group is not (or no longer) on this server
-    }
+  static long pauseNanos(int attempt) {
+    return BACKOFF.handleAttemptFailure(() -> attempt).getSleepTime().toLong(TimeUnit.NANOSECONDS);
   }
 
   /**
@@ -344,7 +353,7 @@ final class RaftGateway implements AutoCloseable {
   /**
    * Sends one copy of a forwarded call, holding a permit. A leader handing its leadership over
    * refuses writes until the new one leads (Ratis's {@link LeaderSteppingDownException}, which its
-   * client does not retry): the copy is sent again after a pause ({@link #pauseNanos}) instead of failing the
+   * client does not retry): the copy is sent again after a {@link #BACKOFF} pause instead of failing the
    * client's call, for as long as the call could have waited in the queue ({@link #QUEUE_WAIT}
    * since it was first forwarded). The refused copy was not appended, and the copy sent after it
    * has Ratis's whole retry window, so no copy leaves this node later than {@link

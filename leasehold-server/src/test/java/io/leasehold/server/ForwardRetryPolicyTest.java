@@ -13,6 +13,7 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
+import org.apache.ratis.protocol.exceptions.ResourceUnavailableException;
 import org.apache.ratis.retry.RetryPolicy;
 import org.apache.ratis.util.Timestamp;
 import org.junit.jupiter.api.RepeatedTest;
@@ -67,10 +68,18 @@ class ForwardRetryPolicyTest {
     assertThat(pauseMillis(LATE_ATTEMPT, notReady)).isLessThanOrEqualTo(RaftGateway.LEADER_UP_MAX_PAUSE_MS);
   }
 
-  @Test
-  void earlyPausesShorterThanTheCapAreKept() {
+  @RepeatedTest(20)
+  void earlyPausesShorterThanTheCutAreKept() {
     leaderUp.set(true);
-    assertThat(pauseMillis(1, new IOException("not the leader"))).isLessThanOrEqualTo(RaftGateway.LEADER_UP_MAX_PAUSE_MS);
+    // Attempt 0's backoff is 2.5-7.5 ms, below the 10-20 ms a cut pause would be.
+    assertThat(pauseMillis(0, new IOException("not the leader"))).isLessThan(RaftGateway.LEADER_UP_MAX_PAUSE_MS / 2);
+  }
+
+  @RepeatedTest(20)
+  void anOverloadedLeaderGetsTheFullBackoffEvenWhileUp() {
+    leaderUp.set(true);
+    assertThat(pauseMillis(LATE_ATTEMPT, new ResourceUnavailableException("overloaded")))
+        .isGreaterThan(RaftGateway.LEADER_UP_MAX_PAUSE_MS);
   }
 
   @Test

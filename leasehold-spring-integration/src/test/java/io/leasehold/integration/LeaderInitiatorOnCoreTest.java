@@ -156,7 +156,13 @@ class LeaderInitiatorOnCoreTest {
       span[1] = Math.max(span[1], s.before);
       span[2] = Math.min(span[2], s.after);
     }
-    assertThat(byToken.size()).as("leaders seen: the first, the one after the kill, the one after the pause").isGreaterThanOrEqualTo(3);
+    // Every grant is recorded; a tenure may still fall between two samples 5 ms apart on a loaded
+    // machine (stop 20's clean-clone run sampled 2 of 3), so the count of leaders comes from the
+    // grants and the samples must show at least a hand-over.
+    assertThat(grants.stream().map(Grant::token).distinct().count())
+        .as("leaders granted: the first, the one after the kill, the one after the pause")
+        .isGreaterThanOrEqualTo(3);
+    assertThat(byToken.size()).as("leaders sampled").isGreaterThanOrEqualTo(2);
     long latestStartBefore = 0;
     for (Map.Entry<Long, long[]> e : byToken.entrySet()) {
       assertThat(latestStartBefore)
