@@ -391,21 +391,51 @@ final class Cluster implements StoreCluster {
       }
       detail.put(leader.isPresent() ? "add-while-killed" : "add-no-leader-to-kill", adding.join());
     }
-    admin(detail, "add", j, "add-node", add);
+    admin(detail, "add", j, () -> restartStuckLeader(detail, j), "add-node", add);
     return detail;
+  }
+
+  /** How long an add may fail before the harness applies the operator's runbook for a stuck add. */
+  private static final long STUCK_ADD_MILLIS = TimeUnit.MINUTES.toMillis(1);
+
+  /**
+   * The runbook step for an add that the leader never answers (docs/operations.md): restart the
+   * leader. Ratis 3.3 can leave a leader in its catch-up stage for good: when the log sender to
+   * the node being added stops and is restarted, {@code LeaderStateImpl.restart} looks the node
+   * up in the configuration, where a node still catching up is not yet, and starts no new sender;
+   * that leader then neither completes nor times the change out, and refuses to hand its
+   * leadership over while the change is staged (seen once, in a 32-minute run with seed 2101).
+   * A new leader starts without the half-made change, and the add sent again completes.
+   */
+  private void restartStuckLeader(java.util.Map<String, String> detail, int joining) {
+    Optional<Integer> leader = leader();
+    if (leader.isEmpty() || leader.get() == joining) {
+      detail.put("add-stuck", "no leader to restart");
+      return;
+    }
+    int l = leader.get();
+    detail.put("add-stuck-restarted-leader", raftIds[l]);
+    log.warn("the add has failed for {} s: restarting the leader {}, as the runbook says", STUCK_ADD_MILLIS / 1000, raftIds[l]);
+    Children.kill(processes[l]);
+    processes[l] = null;
+    launch(l, false);
   }
 
   /** Runs an admin command until it succeeds (at most 3 minutes); records the attempts. */
   private void admin(java.util.Map<String, String> detail, String key, String... args) {
-    admin(detail, key, -1, args);
+    admin(detail, key, -1, () -> {}, args);
   }
 
   /**
    * Runs an admin command until it succeeds (at most 3 minutes), and stops at once if node {@code
    * watched} (unless -1) exits meanwhile: a node being added that stops by itself is never added.
+   * Runs {@code whenStuck} once, after {@link #STUCK_ADD_MILLIS} of failures.
    */
-  private void admin(java.util.Map<String, String> detail, String key, int watched, String... args) {
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+  private void admin(
+      java.util.Map<String, String> detail, String key, int watched, Runnable whenStuck, String... args) {
+    long start = System.nanoTime();
+    long deadline = start + TimeUnit.MINUTES.toNanos(3);
+    boolean stuckHandled = false;
     int attempts = 0;
     String last;
     do {
@@ -420,6 +450,10 @@ final class Cluster implements StoreCluster {
       if (last.equals("0")) {
         detail.put(key + "-attempts", Integer.toString(attempts));
         return;
+      }
+      if (!stuckHandled && System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(STUCK_ADD_MILLIS)) {
+        stuckHandled = true;
+        whenStuck.run();
       }
       sleep(500);
     } while (System.nanoTime() - deadline < 0);
