@@ -123,6 +123,7 @@ public final class CoreNode implements AutoCloseable {
   private final CompletableFuture<String> stoppedOnItsOwn = new CompletableFuture<>();
   private RaftServer raftServer;
   private RaftClient raftClient;
+  private LeaderClients forwardingClients;
   private RaftGateway gateway;
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
@@ -251,16 +252,11 @@ public final class CoreNode implements AutoCloseable {
             .build();
     raftServer.start();
     stateMachine.closed().thenRun(() -> stopsOnItsOwn(RAFT_CLOSED));
-    raftClient =
-        RaftClient.newBuilder()
-            .setProperties(clientProperties())
-            .setParameters(parameters)
-            .setRaftGroup(group)
-            .setClientId(ClientId.randomId())
-            // Bounded in time, so that deduplication can be (see RaftGateway).
-            .setRetryPolicy(RaftGateway.forwardRetryPolicy(this::leaderUp))
-            .build();
-    gateway = new RaftGateway(raftServer, GROUP_ID, raftClient);
+    raftClient = forwardingClient(parameters, group, null);
+    forwardingClients =
+        new LeaderClients(raftServer, GROUP_ID, raftClient, (members, leader) -> forwardingClient(parameters, members, leader));
+    gateway = new RaftGateway(raftServer, GROUP_ID, forwardingClients::current);
+    stateMachine.onLeaderServing(gateway::leaderServing);
     membership =
         new MembershipChanges(config, raftServer, GROUP_ID, parameters, tls == null ? null : tls.channelCredentials());
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members);
@@ -365,13 +361,30 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.Log.setAppendEntriesComposeEnabled(p, false);
   }
 
+  /**
+   * {@return a Ratis client of this node's, to forward calls to the leader with}: first to {@code
+   * leader} (null: Ratis's choice), then to whichever leader the refusals name
+   */
+  private RaftClient forwardingClient(org.apache.ratis.conf.Parameters parameters, RaftGroup group, RaftPeerId leader) {
+    return RaftClient.newBuilder()
+        .setProperties(clientProperties())
+        .setParameters(parameters)
+        .setRaftGroup(group)
+        .setLeaderId(leader)
+        .setClientId(ClientId.randomId())
+        // Bounded in time, so that deduplication can be (see RaftGateway).
+        .setRetryPolicy(RaftGateway.forwardRetryPolicy(this::leaderUp))
+        .build();
+  }
+
   private static RaftProperties clientProperties() {
     RaftProperties p = new RaftProperties();
     RaftConfigKeys.Rpc.setType(p, SupportedRpcType.GRPC);
     RaftClientConfigKeys.Rpc.setRequestTimeout(
         p, TimeDuration.valueOf(RATIS_REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
     // The gateway never has more outstanding, so the ordered client never blocks its caller.
-    RaftClientConfigKeys.Async.setOutstandingRequestsMax(p, RaftGateway.MAX_FORWARDED);
+    // (One more: Ratis's ordered client holds one for the request it sends on its first use.)
+    RaftClientConfigKeys.Async.setOutstandingRequestsMax(p, RaftGateway.MAX_FORWARDED + 1);
     return p;
   }
 
@@ -460,6 +473,11 @@ public final class CoreNode implements AutoCloseable {
   /** {@return this node's session deadlines, for tests} */
   SessionKeeper sessionKeeper() {
     return keeper;
+  }
+
+  /** {@return the clients it forwards calls with, for tests} */
+  LeaderClients forwardingClients() {
+    return forwardingClients;
   }
 
   /** {@return the expiry loop, for tests} */
@@ -740,6 +758,7 @@ public final class CoreNode implements AutoCloseable {
     closeQuietly(leadership);
     closeQuietly(membership);
     closeQuietly(gateway);
+    closeQuietly(forwardingClients);
     closeQuietly(raftClient);
     closeQuietly(raftServer);
     if (stoppedOnItsOwn.isDone()) {

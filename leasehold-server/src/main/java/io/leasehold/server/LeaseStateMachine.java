@@ -67,6 +67,10 @@ final class LeaseStateMachine extends BaseStateMachine {
   private final CompletableFuture<Void> closed = new CompletableFuture<>();
 
   private final Runnable onLeaderReady;
+  /** Told when this node applies the first entry of a newer term; on Ratis's thread, so it must not block. */
+  private volatile Runnable onLeaderServing = () -> {};
+  /** The newest term of an entry applied here (written by the applying thread, read anywhere). */
+  private volatile long appliedTerm = -1;
 
   /** Why this node answers no reads now (see {@link PeerSettings}); null while it serves them. */
   private volatile String readsRefused;
@@ -490,6 +494,25 @@ final class LeaseStateMachine extends BaseStateMachine {
   @Override
   public void notifyLeaderReady() {
     onLeaderReady.run();
+  }
+
+  /**
+   * Runs {@code listener} each time this node applies the first entry of a newer term, on the
+   * applying thread; it must not block. That term's leader has committed an entry of its own, so
+   * it serves: a follower learns it no sooner, and the leader itself is ready right then.
+   */
+  void onLeaderServing(Runnable listener) {
+    onLeaderServing = listener;
+  }
+
+  @Override
+  protected boolean updateLastAppliedTermIndex(TermIndex applied) {
+    boolean updated = super.updateLastAppliedTermIndex(applied);
+    if (applied.getTerm() > appliedTerm) { // once a term: a long compare per entry otherwise
+      appliedTerm = applied.getTerm();
+      onLeaderServing.run();
+    }
+    return updated;
   }
 
   private static Message message(byte[] bytes) {

@@ -12,13 +12,12 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.client.retry.RequestTypeDependentRetryPolicy;
 import org.apache.ratis.proto.RaftProtos.RaftClientRequestProto;
@@ -79,7 +78,8 @@ final class RaftGateway implements AutoCloseable {
 
   private final RaftServer server;
   private final RaftGroupId groupId;
-  private final RaftClient client;
+  /** The Ratis client to forward a call with now (see {@link LeaderClients}). */
+  private final Supplier<RaftClient> client;
   /** Identifies this node's direct submissions to Ratis's retry cache; call ids never repeat. */
   private final ClientId localClientId = ClientId.randomId();
   private final AtomicLong callIds = new AtomicLong();
@@ -94,18 +94,17 @@ final class RaftGateway implements AutoCloseable {
   /** Hands out replies, off Ratis's applying thread and off the gRPC event loops. */
   private final ExecutorService replies;
   /** Sends again, after a pause, the calls a leader refused while it handed its leadership over. */
-  private final ScheduledExecutorService retries;
+  private final Resends retries;
   private final EntryBatcher batcher;
 
-  RaftGateway(RaftServer server, RaftGroupId groupId, RaftClient client) {
+  RaftGateway(RaftServer server, RaftGroupId groupId, Supplier<RaftClient> client) {
     this.server = server;
     this.groupId = groupId;
     this.client = client;
     this.replies =
         Executors.newFixedThreadPool(
             2, DaemonThreads.named("leasehold-replies-" + server.getId()));
-    this.retries =
-        Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leasehold-forward-retry-" + server.getId()));
+    this.retries = new Resends(server.getId().toString());
     this.batcher = new EntryBatcher(this::writeEntry, replies, server.getId().toString());
   }
 
@@ -229,7 +228,7 @@ final class RaftGateway implements AutoCloseable {
 
   /** Appends one entry (a command, or a batch of them) and completes with its reply. */
   private CompletableFuture<Reply> writeEntry(Command entry) {
-    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), client.async()::send)
+    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), m -> client.get().async().send(m))
         .thenApply(RaftGateway::reply);
   }
 
@@ -279,7 +278,7 @@ final class RaftGateway implements AutoCloseable {
 
   /** Runs {@code query} on the leader after a ReadIndex round; completes with its answer. */
   CompletableFuture<byte[]> read(Query query) {
-    return send(message(query.toByteArray()), RaftClientRequest.readRequestType(), client.async()::sendReadOnly)
+    return send(message(query.toByteArray()), RaftClientRequest.readRequestType(), m -> client.get().async().sendReadOnly(m))
         .thenApply(RaftGateway::content);
   }
 
@@ -396,12 +395,19 @@ final class RaftGateway implements AutoCloseable {
     if (System.nanoTime() + pause - since >= QUEUE_WAIT.toNanos()) {
       return false;
     }
-    try {
-      retries.schedule(() -> sendForwarded(message, forward, result, since, attempt + 1), pause, TimeUnit.NANOSECONDS);
-      return true;
-    } catch (RejectedExecutionException closing) {
-      return false; // the node is stopping: answer with what the leader said
-    }
+    // The node is stopping if it is refused: then answer with what the leader said.
+    return retries.after(pause, () -> sendForwarded(message, forward, result, since, attempt + 1));
+  }
+
+  /**
+   * This node applied the first entry of a new term, so that term's leader serves: the copies a
+   * stepping-down leader refused go out now, through the client that starts at the new leader,
+   * rather than after the rest of their pause (up to {@link #BACKOFF}'s 100 ms, spent after the
+   * move ended). Not at the first word of a new leader, which comes before it is ready: its "not
+   * ready" refusal would close the client's stream, and Ratis then tries a member at random.
+   */
+  void leaderServing() {
+    retries.now();
   }
 
   /** {@return whether a copy was refused because its leader is handing the leadership over} */
@@ -455,7 +461,7 @@ final class RaftGateway implements AutoCloseable {
     // Calls waiting to be sent again are sent now: the client is still open, so each gets an
     // answer (or Ratis's refusal) rather than none until its deadline. Replies waiting for a
     // thread are handed out here, and later ones on the thread that completes them (EntryBatcher).
-    retries.shutdownNow().forEach(Runnable::run);
+    retries.close();
     replies.shutdownNow().forEach(Runnable::run);
   }
 

@@ -1,0 +1,78 @@
+package io.leasehold.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.leasehold.core.proto.CallId;
+import io.leasehold.core.proto.GrantRequest;
+import io.leasehold.core.proto.LeaseholdGrpc;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A node forwards each call through a Ratis client that starts at the leader the node names now
+ * ({@link LeaderClients}), not at the one its client last heard of: after a hand-over, a follower
+ * that forwarded nothing meanwhile still has a client naming the old leader, and Ratis would learn
+ * the new one only from refusals (with a random member tried when the old one names none).
+ */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class LeaderClientsTest {
+
+  private static final Duration PATIENCE = Duration.ofSeconds(30);
+
+  @TempDir Path root;
+
+  @Test
+  void aFollowerForwardsThroughAClientThatStartsAtTheLeaderItNames() throws Exception {
+    try (LocalCluster cluster = LocalCluster.start(3, 0, root, c -> c.withElectionTimeout(Duration.ofMillis(300)))) {
+      int first = cluster.awaitLeader(PATIENCE);
+      RaftPeerId firstId = id(cluster, first);
+      List<Integer> followers = IntStream.range(0, 3).filter(i -> i != first).boxed().toList();
+      for (int f : followers) {
+        CoreNode node = cluster.node(f).orElseThrow();
+        await().atMost(PATIENCE).until(() -> firstId.equals(node.division().getInfo().getLeaderId()));
+        assertThat(node.forwardingClients().current().getLeaderId()).as("forwards to the leader").isEqualTo(firstId);
+      }
+
+      RaftPeerId next =
+          RaftPeerId.valueOf(cluster.node(first).orElseThrow().handOverLeadership(Duration.ofSeconds(20)).orElseThrow());
+      // The follower that stays one: its client so far names the old leader and was told nothing since.
+      int stays = followers.stream().filter(f -> !id(cluster, f).equals(next)).findFirst().orElseThrow();
+      CoreNode node = cluster.node(stays).orElseThrow();
+      await().atMost(PATIENCE).until(() -> next.equals(node.division().getInfo().getLeaderId()));
+      assertThat(node.forwardingClients().current().getLeaderId()).as("forwards to the new leader").isEqualTo(next);
+
+      Peer peer = cluster.peers().get(stays);
+      ManagedChannel channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).usePlaintext().build();
+      try {
+        long session =
+            LeaseholdGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(PATIENCE.toSeconds(), TimeUnit.SECONDS)
+                .grant(
+                    GrantRequest.newBuilder()
+                        .setCall(CallId.newBuilder().setClientIdHigh(0x1EAD).setClientIdLow(1).setCallId(1))
+                        .setOwner("forwarded")
+                        .setTtlMillis(10_000)
+                        .build())
+                .getSessionId();
+        assertThat(session).as("a call forwarded after the move is answered").isPositive();
+      } finally {
+        channel.shutdownNow();
+      }
+      assertThat(node.forwardingClients().leaders()).contains(firstId, next);
+    }
+  }
+
+  private static RaftPeerId id(LocalCluster cluster, int node) {
+    return RaftPeerId.valueOf(cluster.peers().get(node).id());
+  }
+}
