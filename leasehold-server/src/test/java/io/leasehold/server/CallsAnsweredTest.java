@@ -53,42 +53,35 @@ class CallsAnsweredTest {
   void aLeaderWaitsForAWriteOnItsWayThroughTheLog() throws Exception {
     cluster = LocalCluster.start(3, 0, root, c -> c.withElectionTimeout(Duration.ofMillis(300)));
     int leader = cluster.awaitLeader(PATIENCE);
-    List<Integer> others = othersThan(leader);
-    others.forEach(cluster::stopNode);
-
-    Future<GrantResponse> grant =
-        stub(leader)
-            .withDeadlineAfter(60, TimeUnit.SECONDS)
-            .grant(GrantRequest.newBuilder().setCall(call(1)).setOwner("held").setTtlMillis(10_000).build());
-    CoreNode node = cluster.node(leader).orElseThrow();
-    awaitHeld(node);
-    assertThat(node.awaitCallsAnswered(SHORT_WAIT)).as("a write the leader cannot commit is unanswered").isFalse();
-    assertThat(grant).isNotDone();
-
-    others.forEach(cluster::startNode);
-    assertThat(node.awaitCallsAnswered(PATIENCE)).as("answered once a quorum is back").isTrue();
-    assertThat(grant.get(PATIENCE.toSeconds(), TimeUnit.SECONDS).getSessionId()).isPositive();
+    holdsAWriteUntilTheOthersReturn(leader, "a write the leader cannot commit");
   }
 
   @Test
   void aFollowerWaitsForAWriteItForwarded() throws Exception {
     cluster = LocalCluster.start(3, 0, root, c -> c.withElectionTimeout(Duration.ofMillis(300)));
     int leader = cluster.awaitLeader(PATIENCE);
-    int follower = othersThan(leader).get(0);
-    List<Integer> others = othersThan(follower);
+    holdsAWriteUntilTheOthersReturn(othersThan(leader).get(0), "a write forwarded to no leader");
+  }
+
+  /**
+   * Stops the nodes other than {@code held}, sends {@code held} a write, and checks that the node
+   * counts it unanswered until the others are back, then answered.
+   */
+  private void holdsAWriteUntilTheOthersReturn(int held, String what) throws Exception {
+    List<Integer> others = othersThan(held);
     others.forEach(cluster::stopNode);
 
     Future<GrantResponse> grant =
-        stub(follower)
+        stub(held)
             .withDeadlineAfter(60, TimeUnit.SECONDS)
-            .grant(GrantRequest.newBuilder().setCall(call(1)).setOwner("forwarded").setTtlMillis(10_000).build());
-    CoreNode node = cluster.node(follower).orElseThrow();
+            .grant(GrantRequest.newBuilder().setCall(call(1)).setOwner("held").setTtlMillis(10_000).build());
+    CoreNode node = cluster.node(held).orElseThrow();
     awaitHeld(node);
-    assertThat(node.awaitCallsAnswered(SHORT_WAIT)).as("a write forwarded to no leader is unanswered").isFalse();
+    assertThat(node.awaitCallsAnswered(SHORT_WAIT)).as(what + " is unanswered").isFalse();
     assertThat(grant).isNotDone();
 
     others.forEach(cluster::startNode);
-    assertThat(node.awaitCallsAnswered(PATIENCE)).as("answered once a leader is back").isTrue();
+    assertThat(node.awaitCallsAnswered(PATIENCE)).as(what + " is answered once the others are back").isTrue();
     assertThat(grant.get(PATIENCE.toSeconds(), TimeUnit.SECONDS).getSessionId()).isPositive();
   }
 
