@@ -43,8 +43,20 @@ class LeaderClientsTest {
         assertThat(node.forwardingClients().current().getLeaderId()).as("forwards to the leader").isEqualTo(firstId);
       }
 
-      RaftPeerId next =
-          RaftPeerId.valueOf(cluster.node(first).orElseThrow().handOverLeadership(Duration.ofSeconds(20)).orElseThrow());
+      // A hand-over can fail on a busy machine (no peer caught up in time): ask again until one lands.
+      java.util.concurrent.atomic.AtomicReference<String> successor = new java.util.concurrent.atomic.AtomicReference<>();
+      await()
+          .atMost(PATIENCE)
+          .until(() -> {
+            CoreNode old = cluster.node(first).orElseThrow();
+            if (old.isLeader()) {
+              old.handOverLeadership(Duration.ofSeconds(5)).ifPresent(successor::set);
+            } else { // it lost the leadership meanwhile: whoever leads now is the next leader
+              cluster.leader().ifPresent(l -> successor.set(id(cluster, l).toString()));
+            }
+            return successor.get() != null;
+          });
+      RaftPeerId next = RaftPeerId.valueOf(successor.get());
       // The follower that stays one: its client so far names the old leader and was told nothing since.
       int stays = followers.stream().filter(f -> !id(cluster, f).equals(next)).findFirst().orElseThrow();
       CoreNode node = cluster.node(stays).orElseThrow();
