@@ -2,6 +2,7 @@ package io.leasehold.server;
 
 import java.io.IOException;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import org.apache.ratis.client.RaftClient;
@@ -92,7 +93,7 @@ final class LeaderClients implements AutoCloseable {
   }
 
   /** {@return the leaders it has a client for, for tests} */
-  java.util.Set<RaftPeerId> leaders() {
-    return java.util.Set.copyOf(byLeader.keySet());
+  Set<RaftPeerId> leaders() {
+    return Set.copyOf(byLeader.keySet());
   }
 }

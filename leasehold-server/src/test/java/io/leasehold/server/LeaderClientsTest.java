@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.junit.jupiter.api.Test;
@@ -44,7 +45,7 @@ class LeaderClientsTest {
       }
 
       // A hand-over can fail on a busy machine (no peer caught up in time): ask again until one lands.
-      java.util.concurrent.atomic.AtomicReference<String> successor = new java.util.concurrent.atomic.AtomicReference<>();
+      AtomicReference<String> successor = new AtomicReference<>();
       await()
           .atMost(PATIENCE)
           .until(() -> {
