@@ -36,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * another is {@code TAKEN_OVER}; a deleted object is {@code REVOKED}. Kubernetes has no
  * server-side expiry: as a contender does, the observer counts a held object whose {@code
  * resourceVersion} it has seen unchanged for its {@code leaseDurationSeconds}, on its own monotonic
- * clock, as {@code EXPIRED} (the holder, whose deadline is shorter, has stopped by then). That
+ * clock, as {@code EXPIRED} (the holder, whose deadline is shorter, has stopped by then), once a
+ * read confirms the API server still has that version (see {@link #confirmExpiry}). That
  * clock runs only while the watch is open: an observer that is not watching (its watch still
  * opening, or closed and being read again) has seen nothing stay unchanged, and says nothing.
  *
@@ -281,13 +282,60 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     Integer seconds = durationSeconds;
     long nanos = TimeUnit.SECONDS.toNanos(seconds == null || seconds < 1 ? 1 : seconds);
     String seen = version;
-    expiry = timers.schedule(() -> {
-      if (!closed && watching && !expired && reported.isPresent() && Objects.equals(seen, version)) {
+    expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, false), nanos);
+  }
+
+  /** Whether nothing changed, as far as the watch told, since it showed version {@code seen}. */
+  private boolean unchangedSince(String seen) {
+    return !closed && watching && !expired && reported.isPresent() && Objects.equals(seen, version);
+  }
+
+  /**
+   * The watch showed no change for the lease duration: asks the API server before saying {@code
+   * EXPIRED}. A watch can deliver late (a loaded observer, a slow or cut connection) while the
+   * holder renews in time, and silence on the observer's side is no evidence about the holder. A
+   * contender takes the lease over by replacing exactly the version it waited on, so that version
+   * still being the object's now is what makes the expiry real (and the holder, whose safe deadline
+   * counts from before that version was written, has stopped by then).
+   *
+   * <p>A newer version on the server means the watch is behind: it gets another lease duration to
+   * deliver it, then is opened again (a {@code GAP} with the object read anew) as a watch that no
+   * longer delivers. A read that fails is tried again; meanwhile nothing is said.
+   */
+  private void confirmExpiry(String seen, Integer seconds, long nanos, boolean watchWasBehind) {
+    if (!unchangedSince(seen)) {
+      return;
+    }
+    api.get(objectName, READ_TIMEOUT).whenComplete((reply, error) -> timers.execute(() -> {
+      if (!unchangedSince(seen)) {
+        return; // the watch delivered a change meanwhile, which re-armed the clock
+      }
+      if (error != null || !(reply.ok() || reply.notFound())) {
+        log.debug("observation of '{}': read to confirm an expiry failed ({}); trying again", observation.name(), error);
+        expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, watchWasBehind), RETRY_NANOS);
+        return;
+      }
+      Lease lease = reply.lease();
+      String current = lease == null ? null : lease.getMetadata().getResourceVersion();
+      if (seen.equals(current)) {
         expired = true;
         emit(LeaseEvent.Type.EXPIRED, reported,
             "kubernetes: not renewed for leaseDurationSeconds (" + seconds + " s)");
+      } else if (!watchWasBehind) {
+        log.debug("observation of '{}': the API server has version {}, the watch showed {}; waiting for the watch",
+            observation.name(), current, seen);
+        expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, true), nanos);
+      } else {
+        log.info("observation of '{}': the watch has not delivered version {} for {} s after the API server had"
+            + " it; opening it again", observation.name(), current, seconds);
+        if (watch != null) {
+          watch.close();
+          watch = null;
+        }
+        stopWatching();
+        read(LeaseEvent.Type.GAP);
       }
-    }, nanos);
+    }));
   }
 
   @Override

@@ -87,14 +87,7 @@ class KubernetesObserveTest {
       Runnable openTheWatch = heldBack.poll(30, TimeUnit.SECONDS);
       assertThat(openTheWatch).as("the observation opens a watch after its read").isNotNull();
 
-      // Six renewals at the suite's 750 ms heartbeat: well past the 3 s lease duration.
-      Set<String> versions = new HashSet<>();
-      String object = KubernetesLeaseNames.objectName("handed-over");
-      await().atMost(Duration.ofSeconds(30)).until(() -> {
-        versions.add(server.admin().resources(io.fabric8.kubernetes.api.model.coordination.v1.Lease.class)
-            .inNamespace(MockApiServer.NAMESPACE).withName(object).get().getMetadata().getResourceVersion());
-        return versions.size() > 6;
-      });
+      awaitRenewals(server, 6); // at the suite's 750 ms heartbeat: well past the 3 s lease duration
       assertThat(b.checkAlive()).as("the holder renewed all along").isTrue();
       assertThat(summaries(seen)).as("while the observer was not yet watching").containsExactly("CURRENT owner-b " + tokenOfB);
 
@@ -103,6 +96,52 @@ class KubernetesObserveTest {
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
       assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
     }
+  }
+
+  /**
+   * CI found this (the contract suite's observer scenario, on a loaded machine): the observer
+   * reported EXPIRED because its watch delivered the holder's renewals late, while the holder had
+   * renewed in time and never lost the lease. Here the observer's connection is cut (its bytes held,
+   * not lost) while the holder renews for longer than the lease duration: it must not call the
+   * lease expired on the strength of its own silence, and once the bytes arrive it goes on as if
+   * nothing happened and reports the release.
+   */
+  @Test
+  void anObserverThatHearsNothingWhileTheHolderRenewsReportsNoExpiry() {
+    List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+    try (MockApiServer server = new MockApiServer();
+        TcpProxy proxy = TcpProxy.start(server.address());
+        KubernetesBackend watcher = KubernetesBackend.using(MockApiServer.client(proxy.address()), MockApiServer.NAMESPACE);
+        KubernetesBackend holders = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE)) {
+      Lease b = holders.newLease(settings("owner-b"));
+      assertThat(b.acquire().join()).isTrue();
+      long tokenOfB = b.fencingToken().orElseThrow();
+      ThreadPoolExecutor opener = (ThreadPoolExecutor) watcher.watchOpener;
+      watcher.observe("handed-over", seen::add);
+      await().atMost(Duration.ofSeconds(30)).until(() -> opener.getCompletedTaskCount() == 1);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB);
+
+      proxy.blackhole();
+      awaitRenewals(server, 6); // at the suite's 750 ms heartbeat: well past the 3 s lease duration
+      assertThat(b.checkAlive()).as("the holder renewed all along").isTrue();
+      assertThat(summaries(seen)).as("while the observer heard nothing").containsExactly("CURRENT owner-b " + tokenOfB);
+
+      proxy.heal();
+      b.release().join();
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
+    }
+  }
+
+  /** Waits until the held object has been written more than {@code renewals} times more. */
+  private static void awaitRenewals(MockApiServer server, int renewals) {
+    Set<String> versions = new HashSet<>();
+    String object = KubernetesLeaseNames.objectName("handed-over");
+    await().atMost(Duration.ofSeconds(30)).until(() -> {
+      versions.add(server.admin().resources(io.fabric8.kubernetes.api.model.coordination.v1.Lease.class)
+          .inNamespace(MockApiServer.NAMESPACE).withName(object).get().getMetadata().getResourceVersion());
+      return versions.size() > renewals;
+    });
   }
 
   /**
