@@ -124,6 +124,8 @@ public final class CoreNode implements AutoCloseable {
   private RaftServer raftServer;
   private RaftClient raftClient;
   private LeaderClients forwardingClients;
+  private RaftClient readClient;
+  private LeaderClients readingClients;
   private RaftGateway gateway;
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
@@ -255,7 +257,11 @@ public final class CoreNode implements AutoCloseable {
     raftClient = forwardingClient(parameters, group, null);
     forwardingClients =
         new LeaderClients(raftServer, GROUP_ID, raftClient, (members, leader) -> forwardingClient(parameters, members, leader));
-    gateway = new RaftGateway(raftServer, GROUP_ID, forwardingClients::current);
+    // Reads on clients of their own, so that a read held up at a follower holds up no write.
+    readClient = forwardingClient(parameters, group, null);
+    readingClients =
+        new LeaderClients(raftServer, GROUP_ID, readClient, (members, leader) -> forwardingClient(parameters, members, leader));
+    gateway = new RaftGateway(raftServer, GROUP_ID, forwardingClients::current, readingClients::current);
     stateMachine.onLeaderServing(gateway::leaderServing);
     membership =
         new MembershipChanges(config, raftServer, GROUP_ID, parameters, tls == null ? null : tls.channelCredentials());
@@ -475,9 +481,14 @@ public final class CoreNode implements AutoCloseable {
     return keeper;
   }
 
-  /** {@return the clients it forwards calls with, for tests} */
+  /** {@return the clients it forwards writes with, for tests} */
   LeaderClients forwardingClients() {
     return forwardingClients;
+  }
+
+  /** {@return the clients it forwards reads with, for tests} */
+  LeaderClients readingClients() {
+    return readingClients;
   }
 
   /** {@return the expiry loop, for tests} */
@@ -759,7 +770,9 @@ public final class CoreNode implements AutoCloseable {
     closeQuietly(membership);
     closeQuietly(gateway);
     closeQuietly(forwardingClients);
+    closeQuietly(readingClients);
     closeQuietly(raftClient);
+    closeQuietly(readClient);
     closeQuietly(raftServer);
     if (stoppedOnItsOwn.isDone()) {
       awaitRaftClosed(); // Ratis's own close is still under way on its thread: let it finish the log

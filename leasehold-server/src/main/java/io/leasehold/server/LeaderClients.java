@@ -24,6 +24,8 @@ import org.apache.ratis.server.RaftServer;
  * before, so one may have wandered to another member after such a refusal; it comes back with the
  * next refusal that names the leader. Only where a call starts changes.
  *
+ * <p>A node keeps two of these, one for writes and one for reads (see {@code RaftGateway}).
+ *
  * <p>Clients are kept until the node stops, also those for leaders that left the membership: one
  * per leader ever known, each with a channel per member it has sent to.
  */

@@ -78,8 +78,16 @@ final class RaftGateway implements AutoCloseable {
 
   private final RaftServer server;
   private final RaftGroupId groupId;
-  /** The Ratis client to forward a call with now (see {@link LeaderClients}). */
-  private final Supplier<RaftClient> client;
+  /** The Ratis client to forward a write with now (see {@link LeaderClients}). */
+  private final Supplier<RaftClient> writeClient;
+  /**
+   * The Ratis client to forward a read with now: another than the writes'. Ratis's ordered client
+   * sends a call only after every earlier one of the same client has been answered or failed, and a
+   * read that a follower holds while it asks a dead leader for a read index holds it up to Ratis's 3
+   * s request timeout (seen in failover runs, BENCHMARKS.md stop 21): with one client, every write
+   * behind that read waited as long.
+   */
+  private final Supplier<RaftClient> readClient;
   /** Identifies this node's direct submissions to Ratis's retry cache; call ids never repeat. */
   private final ClientId localClientId = ClientId.randomId();
   private final AtomicLong callIds = new AtomicLong();
@@ -97,10 +105,11 @@ final class RaftGateway implements AutoCloseable {
   private final Resends retries;
   private final EntryBatcher batcher;
 
-  RaftGateway(RaftServer server, RaftGroupId groupId, Supplier<RaftClient> client) {
+  RaftGateway(RaftServer server, RaftGroupId groupId, Supplier<RaftClient> writeClient, Supplier<RaftClient> readClient) {
     this.server = server;
     this.groupId = groupId;
-    this.client = client;
+    this.writeClient = writeClient;
+    this.readClient = readClient;
     this.replies =
         Executors.newFixedThreadPool(
             2, DaemonThreads.named("leasehold-replies-" + server.getId()));
@@ -228,7 +237,7 @@ final class RaftGateway implements AutoCloseable {
 
   /** Appends one entry (a command, or a batch of them) and completes with its reply. */
   private CompletableFuture<Reply> writeEntry(Command entry) {
-    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), m -> client.get().async().send(m))
+    return send(message(entry.toByteArray()), RaftClientRequest.writeRequestType(), m -> writeClient.get().async().send(m))
         .thenApply(RaftGateway::reply);
   }
 
@@ -278,7 +287,7 @@ final class RaftGateway implements AutoCloseable {
 
   /** Runs {@code query} on the leader after a ReadIndex round; completes with its answer. */
   CompletableFuture<byte[]> read(Query query) {
-    return send(message(query.toByteArray()), RaftClientRequest.readRequestType(), m -> client.get().async().sendReadOnly(m))
+    return send(message(query.toByteArray()), RaftClientRequest.readRequestType(), m -> readClient.get().async().sendReadOnly(m))
         .thenApply(RaftGateway::content);
   }
 

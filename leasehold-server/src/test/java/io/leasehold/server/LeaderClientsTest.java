@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * A node forwards each call through a Ratis client that starts at the leader the node names now
  * ({@link LeaderClients}), not at the one its client last heard of: after a hand-over, a follower
  * that forwarded nothing meanwhile still has a client naming the old leader, and Ratis would learn
- * the new one only from refusals (with a random member tried when the old one names none).
+ * the new one only from refusals (with a random member tried when the old one names none). Reads
+ * and writes go through clients of their own.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class LeaderClientsTest {
@@ -42,6 +43,12 @@ class LeaderClientsTest {
         CoreNode node = cluster.node(f).orElseThrow();
         await().atMost(PATIENCE).until(() -> firstId.equals(node.division().getInfo().getLeaderId()));
         assertThat(node.forwardingClients().current().getLeaderId()).as("forwards to the leader").isEqualTo(firstId);
+        // Ratis's ordered client sends a call only after the earlier ones: a read held at a
+        // follower must not hold up the writes behind it (RaftGateway#readClient).
+        assertThat(node.readingClients().current())
+            .as("reads go through a client of their own")
+            .isNotSameAs(node.forwardingClients().current());
+        assertThat(node.readingClients().current().getLeaderId()).as("reads go to the leader").isEqualTo(firstId);
       }
 
       // A hand-over can fail on a busy machine (no peer caught up in time): ask again until one lands.
@@ -63,6 +70,7 @@ class LeaderClientsTest {
       CoreNode node = cluster.node(stays).orElseThrow();
       await().atMost(PATIENCE).until(() -> next.equals(node.division().getInfo().getLeaderId()));
       assertThat(node.forwardingClients().current().getLeaderId()).as("forwards to the new leader").isEqualTo(next);
+      assertThat(node.readingClients().current().getLeaderId()).as("reads go to the new leader").isEqualTo(next);
 
       Peer peer = cluster.peers().get(stays);
       ManagedChannel channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).usePlaintext().build();
