@@ -322,12 +322,12 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.setStorageDir(p, List.of(config.dataDir().toFile()));
     long min = config.electionTimeout().toMillis();
     RaftServerConfigKeys.Rpc.setTimeoutMin(p, TimeDuration.valueOf(min, TimeUnit.MILLISECONDS));
-    // The longest: 1.5 × min, not Ratis's usual 2 ×. A Ratis follower sleeps a whole new random
+    // The longest: 1.2 × min, not Ratis's usual 2 ×. A Ratis follower sleeps a whole new random
     // timeout each time it finds the leader heard from within the last one, so it notices a dead
-    // leader only after up to two of them: up to 1.2 s at 300-600 ms, 0.9 s at 300-450 ms. The
-    // spread only keeps candidates apart (150 ms against a vote round of a few ms); the leader
-    // lease depends on min alone. Measured: BENCHMARKS.md, stop 18.
-    RaftServerConfigKeys.Rpc.setTimeoutMax(p, TimeDuration.valueOf(min * 3 / 2, TimeUnit.MILLISECONDS));
+    // leader only after up to two of them: up to 1.2 s at 300-600 ms, 0.72 s at 300-360 ms. The
+    // spread only keeps candidates apart (60 ms against a vote round of a few ms); the leader
+    // lease depends on min alone. Measured: BENCHMARKS.md, stops 18 (2 × → 1.5 ×) and 22 (→ 1.2 ×).
+    RaftServerConfigKeys.Rpc.setTimeoutMax(p, TimeDuration.valueOf(min * 6 / 5, TimeUnit.MILLISECONDS));
     // Linearizable reads: the leader confirms it still leads (ReadIndex) before answering.
     RaftServerConfigKeys.Read.setOption(p, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
     // ...and it confirms that from its leader lease (a majority acknowledged it within 90% of the

@@ -22,7 +22,7 @@ import java.util.stream.IntStream;
  * The consistent core: three JVMs, each {@code java -cp <this JVM's class path>
  * io.leasehold.cli.Main server --id nI --peers ... --data-dir <workDir>/nI} (and {@code
  * --bootstrap} on its first start, which formats the directory), with the server's
- * defaults (Ratis election timeout 300–450 ms, log fsync'd before a write is acknowledged,
+ * defaults (Ratis election timeout 300–360 ms, log fsync'd before a write is acknowledged,
  * snapshot every 100,000 entries). Each node serves clients on its port and Raft on the next one.
  * The leader is the node whose {@code Status} RPC reports the role {@code LEADER}.
  */
@@ -98,7 +98,7 @@ final class CoreProcessCluster extends ProcessCluster {
 
   @Override
   public String settings() {
-    return "3 JVMs (" + HEAP + ", `leasehold server` defaults): Ratis election timeout 300-450 ms"
+    return "3 JVMs (" + HEAP + ", `leasehold server` defaults): Ratis election timeout 300-360 ms"
         + " (randomised), Raft log fsync'd before a write is acknowledged"
         + " (Ratis default: no unsafe or async flush), snapshot every 100,000 entries; renewals are"
         + " kept in the leader's memory, not logged";
