@@ -322,12 +322,15 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.setStorageDir(p, List.of(config.dataDir().toFile()));
     long min = config.electionTimeout().toMillis();
     RaftServerConfigKeys.Rpc.setTimeoutMin(p, TimeDuration.valueOf(min, TimeUnit.MILLISECONDS));
-    // The longest: 1.2 × min, not Ratis's usual 2 ×. A Ratis follower sleeps a whole new random
-    // timeout each time it finds the leader heard from within the last one, so it notices a dead
-    // leader only after up to two of them: up to 1.2 s at 300-600 ms, 0.72 s at 300-360 ms. The
-    // spread only keeps candidates apart (60 ms against a vote round of a few ms); the leader
-    // lease depends on min alone. Measured: BENCHMARKS.md, stops 18 (2 × → 1.5 ×) and 22 (→ 1.2 ×).
-    RaftServerConfigKeys.Rpc.setTimeoutMax(p, TimeDuration.valueOf(min * 6 / 5, TimeUnit.MILLISECONDS));
+    // The longest: 1.2 × min (at least min + 50 ms), not Ratis's usual 2 ×. A Ratis follower sleeps
+    // a whole new random timeout each time it finds the leader heard from within the last one, so
+    // it notices a dead leader only after up to two of them: up to 1.2 s at 300-600 ms, 0.72 s at
+    // 300-360 ms. The spread keeps candidates apart (60 ms against a vote round of a few ms; the
+    // floor keeps it so at small timeouts on a loaded machine). The leader lease and the pre-vote
+    // refusal depend on min alone; a leader that hears no majority for the longest steps down
+    // (Ratis's LOST_MAJORITY_HEARTBEATS), as followers would elect another by then anyway.
+    // Measured: BENCHMARKS.md, stops 18 (2 × → 1.5 ×) and 22 (→ 1.2 ×).
+    RaftServerConfigKeys.Rpc.setTimeoutMax(p, TimeDuration.valueOf(longestElectionTimeoutMs(min), TimeUnit.MILLISECONDS));
     // Linearizable reads: the leader confirms it still leads (ReadIndex) before answering.
     RaftServerConfigKeys.Read.setOption(p, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
     // ...and it confirms that from its leader lease (a majority acknowledged it within 90% of the
@@ -353,6 +356,11 @@ public final class CoreNode implements AutoCloseable {
     RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(config.logSegmentBytes()));
     tuneLog(p);
     return p;
+  }
+
+  /** {@return the longest election timeout, in ms, for the shortest {@code minMs}: see properties()} */
+  static long longestElectionTimeoutMs(long minMs) {
+    return Math.max(minMs * 6 / 5, minMs + 50);
   }
 
   /**

@@ -11,7 +11,7 @@ import java.util.Objects;
  * @param self this node's id; must be one of {@code peers}
  * @param peers every node of the cluster (3 or 5 for fault tolerance; 1 for a toy)
  * @param dataDir where the node keeps its Raft log and snapshots; survives restarts
- * @param electionTimeout the shortest election timeout; the longest is 1.2 × it. Smaller means
+ * @param electionTimeout the shortest election timeout; the longest is 1.2 × it, at least it + 50 ms. Smaller means
  *     faster failover and more spurious elections on a loaded machine
  * @param snapshotEvery take a snapshot after this many log entries (and purge the log before it)
  * @param logSegmentBytes size of one log segment file; only whole segments are purged

@@ -82,10 +82,11 @@ final class RaftGateway implements AutoCloseable {
   private final Supplier<RaftClient> writeClient;
   /**
    * The Ratis client to forward a read with now: another than the writes'. Ratis's ordered client
-   * sends a call only after every earlier one of the same client has been answered or failed, and a
-   * read that a follower holds while it asks a dead leader for a read index holds it up to Ratis's 3
-   * s request timeout (seen in failover runs, BENCHMARKS.md stop 21): with one client, every write
-   * behind that read waited as long.
+   * has a client's calls handled in the order it sent them (and after a failure sends again from
+   * the oldest unanswered one), and a read that a follower holds while it asks a dead leader for a
+   * read index holds up to Ratis's 3 s request timeout (seen in failover runs, BENCHMARKS.md stop
+   * 21): with one client, every write behind that read waited as long. Both share the forwarding
+   * permits below.
    */
   private final Supplier<RaftClient> readClient;
   /** Identifies this node's direct submissions to Ratis's retry cache; call ids never repeat. */
