@@ -47,6 +47,9 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
 
   private static final Logger log = LoggerFactory.getLogger(KubernetesObservation.class);
   private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+  private static final long MAX_CONFIRM_PAUSE_NANOS = TimeUnit.SECONDS.toNanos(5);
+  /** After this many failed reads to confirm an expiry in a row, one line at INFO says so. */
+  private static final int CONFIRM_FAILURES_LOGGED = 5;
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
 
   /** Threads that open watches, per backend: see {@link #newWatchOpener()}. */
@@ -101,6 +104,11 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   /** Whether a watch is open, so that an unchanged version means the object did not change. */
   private boolean watching;
   private Scheduler.Cancellable expiry;
+  /**
+   * Counts each arming and stopping of the expiry clock, so that a confirming read answered after
+   * the clock was armed anew (or stopped) does nothing.
+   */
+  private long clockRuns;
   private Watch watch;
   private volatile boolean closed;
 
@@ -115,10 +123,11 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
 
   @Override
   public void start() {
-    timers.execute(() -> read(LeaseEvent.Type.CURRENT));
+    timers.execute(() -> read(LeaseEvent.Type.CURRENT, ""));
   }
 
-  private void read(LeaseEvent.Type type) {
+  /** Reads the object, reports it as {@code type} (with {@code detail}), then watches it. */
+  private void read(LeaseEvent.Type type, String detail) {
     if (closed) {
       return;
     }
@@ -128,14 +137,12 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       }
       if (error != null || !(reply.ok() || reply.notFound())) {
         log.debug("observation of '{}': read failed ({}); trying again", observation.name(), error);
-        timers.schedule(() -> read(type), RETRY_NANOS);
+        timers.schedule(() -> read(type, detail), RETRY_NANOS);
         return;
       }
       Lease lease = reply.lease();
       Optional<LeaseHolding> now = lease == null ? Optional.empty() : holding(lease);
-      emit(type, now, type == LeaseEvent.Type.GAP
-          ? "kubernetes: the API server no longer had the changes since resourceVersion " + version
-              + "; read again" : "");
+      emit(type, now, detail);
       reported = now;
       expired = false;
       takeIn(lease);
@@ -169,6 +176,9 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           if (closed) {
             w.close();
           } else {
+            if (watch != null) {
+              watch.close(); // two openings raced (a reopen and a close at once): keep the newer
+            }
             watch = w;
             watching = true;
             armExpiry();
@@ -180,7 +190,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
         }
         log.debug("observation of '{}': the watch could not be opened ({}); reading again",
             observation.name(), e.toString());
-        timers.schedule(() -> read(LeaseEvent.Type.GAP), RETRY_NANOS);
+        timers.schedule(() -> read(LeaseEvent.Type.GAP, "kubernetes: the watch could not be opened; read again"), RETRY_NANOS);
       }
     };
     try {
@@ -261,6 +271,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   /** The watch is gone or not yet open: no clock runs until one is. */
   private void stopWatching() {
     watching = false;
+    clockRuns++;
     if (expiry != null) {
       expiry.cancel();
       expiry = null;
@@ -272,6 +283,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
    * duration.
    */
   private void armExpiry() {
+    clockRuns++;
     if (expiry != null) {
       expiry.cancel();
       expiry = null;
@@ -282,12 +294,16 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
     Integer seconds = durationSeconds;
     long nanos = TimeUnit.SECONDS.toNanos(seconds == null || seconds < 1 ? 1 : seconds);
     String seen = version;
-    expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, false), nanos);
+    long run = clockRuns;
+    expiry = timers.schedule(() -> confirmExpiry(run, seen, seconds, nanos, false, 0), nanos);
   }
 
-  /** Whether nothing changed, as far as the watch told, since it showed version {@code seen}. */
-  private boolean unchangedSince(String seen) {
-    return !closed && watching && !expired && reported.isPresent() && Objects.equals(seen, version);
+  /**
+   * Whether the clock armed as {@code run} still runs and nothing changed, as far as the watch
+   * told, since it showed version {@code seen}.
+   */
+  private boolean unchangedSince(long run, String seen) {
+    return run == clockRuns && !closed && watching && !expired && reported.isPresent() && Objects.equals(seen, version);
   }
 
   /**
@@ -300,19 +316,27 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
    *
    * <p>A newer version on the server means the watch is behind: it gets another lease duration to
    * deliver it, then is opened again (a {@code GAP} with the object read anew) as a watch that no
-   * longer delivers. A read that fails is tried again; meanwhile nothing is said.
+   * longer delivers. A read that fails is tried again, after pauses doubling from 200 ms to 5 s
+   * (an overloaded or refusing API server is not polled harder); meanwhile nothing is said.
    */
-  private void confirmExpiry(String seen, Integer seconds, long nanos, boolean watchWasBehind) {
-    if (!unchangedSince(seen)) {
+  private void confirmExpiry(long run, String seen, Integer seconds, long nanos, boolean watchWasBehind, int failures) {
+    if (!unchangedSince(run, seen)) {
       return;
     }
     api.get(objectName, READ_TIMEOUT).whenComplete((reply, error) -> timers.execute(() -> {
-      if (!unchangedSince(seen)) {
-        return; // the watch delivered a change meanwhile, which re-armed the clock
+      if (!unchangedSince(run, seen)) {
+        return; // the watch delivered a change meanwhile, which re-armed the clock (or it stopped)
       }
       if (error != null || !(reply.ok() || reply.notFound())) {
-        log.debug("observation of '{}': read to confirm an expiry failed ({}); trying again", observation.name(), error);
-        expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, watchWasBehind), RETRY_NANOS);
+        String why = error != null ? error.toString() : "HTTP " + reply.code();
+        if (failures + 1 == CONFIRM_FAILURES_LOGGED) {
+          log.info("observation of '{}': {} reads to confirm an expiry failed, the last: {}; still trying, and"
+              + " saying nothing until one answers", observation.name(), failures + 1, why);
+        } else {
+          log.debug("observation of '{}': read to confirm an expiry failed ({}); trying again", observation.name(), why);
+        }
+        long pause = Math.min(RETRY_NANOS << Math.min(failures, 5), MAX_CONFIRM_PAUSE_NANOS);
+        expiry = timers.schedule(() -> confirmExpiry(run, seen, seconds, nanos, watchWasBehind, failures + 1), pause);
         return;
       }
       Lease lease = reply.lease();
@@ -324,7 +348,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       } else if (!watchWasBehind) {
         log.debug("observation of '{}': the API server has version {}, the watch showed {}; waiting for the watch",
             observation.name(), current, seen);
-        expiry = timers.schedule(() -> confirmExpiry(seen, seconds, nanos, true), nanos);
+        expiry = timers.schedule(() -> confirmExpiry(run, seen, seconds, nanos, true, 0), nanos);
       } else {
         log.info("observation of '{}': the watch has not delivered version {} for {} s after the API server had"
             + " it; opening it again", observation.name(), current, seconds);
@@ -333,7 +357,8 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           watch = null;
         }
         stopWatching();
-        read(LeaseEvent.Type.GAP);
+        read(LeaseEvent.Type.GAP, "kubernetes: the watch stopped delivering (the API server had version " + current
+            + ", the watch still " + seen + "); read again");
       }
     }));
   }
@@ -347,7 +372,8 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       log.debug("observation of '{}': the watch closed ({}); reading again", observation.name(), cause.toString());
       watch = null;
       stopWatching();
-      read(LeaseEvent.Type.GAP);
+      read(LeaseEvent.Type.GAP, "kubernetes: the API server no longer had the changes since resourceVersion "
+          + version + "; read again");
     });
   }
 
