@@ -29,6 +29,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -102,6 +103,8 @@ final class Harness implements AutoCloseable {
   private final List<Path> histories = new ArrayList<>();
   private final PrintWriter nemesis;
   private int faultIds;
+  /** Runs as each fault begins; a test makes a step fail with it. */
+  Consumer<FaultType> beforeFault = type -> {};
 
   Harness(Options options) {
     this.options = options;
@@ -160,22 +163,32 @@ final class Harness implements AutoCloseable {
     long end = System.nanoTime() + options.duration().toNanos();
     List<FaultType> round = new ArrayList<>();
     boolean firstRoundDone = types.isEmpty();
-    while (System.nanoTime() - end < 0 || !firstRoundDone) {
-      pause(1000 + random.nextInt(2000)); // quiet between faults: normal handovers
-      if (types.isEmpty()) {
-        continue;
+    String stoppedEarly = null;
+    try {
+      while (System.nanoTime() - end < 0 || !firstRoundDone) {
+        pause(1000 + random.nextInt(2000)); // quiet between faults: normal handovers
+        if (types.isEmpty()) {
+          continue;
+        }
+        if (round.isEmpty()) {
+          round.addAll(types);
+          Collections.shuffle(round, random);
+        }
+        inject(round.remove(0));
+        if (round.isEmpty()) {
+          firstRoundDone = true;
+        }
+        waitFor("a leader after healing", Duration.ofSeconds(180), this::leaders);
       }
-      if (round.isEmpty()) {
-        round.addAll(types);
-        Collections.shuffle(round, random);
-      }
-      inject(round.remove(0));
-      if (round.isEmpty()) {
-        firstRoundDone = true;
-      }
-      waitFor("a leader after healing", Duration.ofSeconds(180), this::leaders);
+    } catch (RuntimeException e) {
+      // A step that cannot finish (an admin command refused for minutes, a member that never
+      // answers again) ends the nemesis, not the run: what the clients recorded until then is
+      // still checked, and the report says the run stopped early (an error, so it fails).
+      log.error("faults: the nemesis stopped early after fault {}; healing and checking what was recorded", faultIds, e);
+      stoppedEarly = "the nemesis stopped early, at fault " + faultIds + ": " + e.getMessage()
+          + "; the histories until then were checked";
     }
-    return finish();
+    return finish(stoppedEarly);
   }
 
   private boolean leaders() {
@@ -188,186 +201,198 @@ final class Harness implements AutoCloseable {
 
   private void inject(FaultType type) {
     int id = ++faultIds;
-    long start;
-    String target;
+    // Each fault sets both as it strikes; these stand for a fault that failed before it did.
+    long start = System.nanoTime();
+    String target = "-";
     long healed = 0;
     Map<String, String> detail = new LinkedHashMap<>();
-    switch (type) {
-      case KILL_NODE -> {
-        StoreCluster cl = anyCluster();
-        int j = node(cl);
-        target = cl.name(j);
-        start = System.nanoTime();
-        cl.kill(j);
-        pause(ttlTimes(0.5, 2));
-        cl.restart(j);
-        healed = System.nanoTime();
-        awaitMember(cl, j);
-      }
-      case PAUSE_NODE -> {
-        StoreCluster cl = anyCluster();
-        int j = node(cl);
-        target = cl.name(j);
-        start = System.nanoTime();
-        Children.signal(cl.process(j), "STOP");
-        pause(ttlTimes(1.5, 2.5));
-        Children.signal(cl.process(j), "CONT");
-        healed = System.nanoTime();
-        awaitMember(cl, j);
-      }
-      case PAUSE_LEADER_LONG -> {
-        // The lease store's leader, frozen well past every session's TTL while clients hold leases:
-        // when it wakes up, its idea of every deadline is stale (and someone else leads).
-        StoreCluster cl = store != null ? store : core;
-        int j = cl.leader().orElseGet(() -> random.nextInt(cl.size()));
-        target = cl.name(j);
-        detail.put("held", Integer.toString(heldCount()));
-        start = System.nanoTime();
-        Children.signal(cl.process(j), "STOP");
-        pause(ttlTimes(2, 3));
-        Children.signal(cl.process(j), "CONT");
-        healed = System.nanoTime();
-        awaitMember(cl, j);
-      }
-      case PARTITION_NODE -> {
-        StoreCluster cl = isolatableCluster();
-        int j = node(cl);
-        target = cl.name(j);
-        start = System.nanoTime();
-        cl.cutPeers(j);
-        slots.forEach(s -> s.linkTo(cl, j).cut());
-        pause(ttlTimes(1.5, 2.5));
-        cl.healPeers(j);
-        slots.forEach(s -> s.linkTo(cl, j).heal());
-        healed = System.nanoTime();
-        awaitMember(cl, j);
-      }
-      case ISOLATE_NODE -> {
-        // Cut off from its peers only: clients connected to it keep talking to a node that is no
-        // longer part of the group (or that still thinks it leads).
-        StoreCluster cl = isolatableCluster();
-        int j = node(cl);
-        target = cl.name(j);
-        start = System.nanoTime();
-        cl.cutPeers(j);
-        pause(ttlTimes(1.5, 2.5));
-        cl.healPeers(j);
-        healed = System.nanoTime();
-        awaitMember(cl, j);
-      }
-      case PAUSE_HOLDER -> {
-        Slot s = holderOrAny();
-        target = s.current.id;
-        start = System.nanoTime();
-        Children.signal(s.current.process, "STOP");
-        pause(ttlTimes(1.5, 2.5));
-        Children.signal(s.current.process, "CONT");
-      }
-      case PARTITION_CLIENT -> {
-        Slot s = holderOrAny();
-        target = s.current.id;
-        start = System.nanoTime();
-        s.links().forEach(ProxyLink::cut);
-        pause(ttlTimes(1.5, 2.5));
-        s.links().forEach(ProxyLink::heal);
-      }
-      case KILL_CLIENT -> {
-        Slot s = holderOrAny();
-        target = s.current.id;
-        detail.put("held", String.join(",", s.current.holding).replace(' ', '_'));
-        start = System.nanoTime();
-        s.kill();
-        pause(ttlTimes(0.5, 1));
-        s.launch();
-        detail.put("restarted", s.current.id);
-      }
-      case OPERATOR_DELETE -> {
-        // A delete that finds nothing (the lease changed hands, or its holder released it, between
-        // the pick and the delete) tests nothing: pick again, a few times.
-        Slot s;
-        String lease;
-        boolean silent;
-        boolean deleted;
-        int attempts = 0;
-        do {
-          attempts++;
-          waitFor("a holder to revoke", Duration.ofSeconds(30), () -> slots.stream().anyMatch(h -> !h.current.holding.isEmpty()));
-          List<Slot> holders = slots.stream().filter(h -> !h.current.holding.isEmpty()).toList();
-          s = holders.get(random.nextInt(holders.size()));
-          List<String> held = new ArrayList<>(s.current.holding);
-          lease = held.isEmpty() ? leaseNames(options.leases()).get(0) : held.get(random.nextInt(held.size()));
-          // Half the time the holder is cut off first: its watch is silent, so only the store can
-          // keep the name from a second holder until the old one has stopped.
-          silent = random.nextBoolean();
-          target = lease;
-          detail.put("holder", s.current.id);
-          detail.put("silent", silent ? "yes" : "no");
+    try {
+      beforeFault.accept(type);
+      switch (type) {
+        case KILL_NODE -> {
+          StoreCluster cl = anyCluster();
+          int j = node(cl);
+          target = cl.name(j);
           start = System.nanoTime();
-          if (silent) {
-            s.links().forEach(ProxyLink::cut);
-          }
-          try {
-            deleted = store.deleteLease(lease);
-          } catch (RuntimeException e) {
-            log.warn("operator delete of {} failed: {}", lease, e.toString());
-            deleted = false;
-            detail.put("error", e.getClass().getSimpleName());
-          }
-          if (!deleted && attempts < 5) {
-            if (silent) {
-              s.links().forEach(ProxyLink::heal);
-            }
-            pause(200);
-          }
-        } while (!deleted && attempts < 5);
-        if (attempts > 1) {
-          detail.put("attempts", Integer.toString(attempts));
+          cl.kill(j);
+          pause(ttlTimes(0.5, 2));
+          cl.restart(j);
+          healed = System.nanoTime();
+          awaitMember(cl, j);
         }
-        detail.put("deleted", deleted ? "yes" : "no");
-        pause(ttlTimes(0.5, 1));
-        if (silent) {
+        case PAUSE_NODE -> {
+          StoreCluster cl = anyCluster();
+          int j = node(cl);
+          target = cl.name(j);
+          start = System.nanoTime();
+          Children.signal(cl.process(j), "STOP");
+          pause(ttlTimes(1.5, 2.5));
+          Children.signal(cl.process(j), "CONT");
+          healed = System.nanoTime();
+          awaitMember(cl, j);
+        }
+        case PAUSE_LEADER_LONG -> {
+          // The lease store's leader, frozen well past every session's TTL while clients hold leases:
+          // when it wakes up, its idea of every deadline is stale (and someone else leads).
+          StoreCluster cl = store != null ? store : core;
+          int j = cl.leader().orElseGet(() -> random.nextInt(cl.size()));
+          target = cl.name(j);
+          detail.put("held", Integer.toString(heldCount()));
+          start = System.nanoTime();
+          Children.signal(cl.process(j), "STOP");
+          pause(ttlTimes(2, 3));
+          Children.signal(cl.process(j), "CONT");
+          healed = System.nanoTime();
+          awaitMember(cl, j);
+        }
+        case PARTITION_NODE -> {
+          StoreCluster cl = isolatableCluster();
+          int j = node(cl);
+          target = cl.name(j);
+          start = System.nanoTime();
+          cl.cutPeers(j);
+          slots.forEach(s -> s.linkTo(cl, j).cut());
+          pause(ttlTimes(1.5, 2.5));
+          cl.healPeers(j);
+          slots.forEach(s -> s.linkTo(cl, j).heal());
+          healed = System.nanoTime();
+          awaitMember(cl, j);
+        }
+        case ISOLATE_NODE -> {
+          // Cut off from its peers only: clients connected to it keep talking to a node that is no
+          // longer part of the group (or that still thinks it leads).
+          StoreCluster cl = isolatableCluster();
+          int j = node(cl);
+          target = cl.name(j);
+          start = System.nanoTime();
+          cl.cutPeers(j);
+          pause(ttlTimes(1.5, 2.5));
+          cl.healPeers(j);
+          healed = System.nanoTime();
+          awaitMember(cl, j);
+        }
+        case PAUSE_HOLDER -> {
+          Slot s = holderOrAny();
+          target = s.current.id;
+          start = System.nanoTime();
+          Children.signal(s.current.process, "STOP");
+          pause(ttlTimes(1.5, 2.5));
+          Children.signal(s.current.process, "CONT");
+        }
+        case PARTITION_CLIENT -> {
+          Slot s = holderOrAny();
+          target = s.current.id;
+          start = System.nanoTime();
+          s.links().forEach(ProxyLink::cut);
+          pause(ttlTimes(1.5, 2.5));
           s.links().forEach(ProxyLink::heal);
         }
-      }
-      case CLOCK_SKEW -> {
-        // The dangerous directions, three times in four: a client's clock slow (its deadline comes
-        // late), a node's fast (it expires sessions early). Within --clock-skew of 1.
-        boolean dangerous = random.nextInt(4) != 0;
-        boolean client = random.nextBoolean() || !skewableNodes();
-        String name;
-        double rate;
-        if (client) {
-          name = holderOrAny().current.id;
-          rate = dangerous ? 1 - options.clockSkew() : 1 + options.clockSkew();
-        } else {
-          StoreCluster cl = store != null && store.skewable() ? store : core;
-          int j = node(cl);
-          name = cl.name(j);
-          rate = dangerous ? 1 + options.clockSkew() : 1 - options.clockSkew();
+        case KILL_CLIENT -> {
+          Slot s = holderOrAny();
+          target = s.current.id;
+          detail.put("held", String.join(",", s.current.holding).replace(' ', '_'));
+          start = System.nanoTime();
+          s.kill();
+          pause(ttlTimes(0.5, 1));
+          s.launch();
+          detail.put("restarted", s.current.id);
         }
-        target = name;
-        detail.put("rate", String.format(Locale.ROOT, "%.6f", rate));
-        start = System.nanoTime();
-        boolean applied = clocks.set(name, rate);
-        detail.put("applied", applied ? "yes" : "no");
-        pause(ttlTimes(3, 5));
-        clocks.set(name, 1.0);
+        case OPERATOR_DELETE -> {
+          // A delete that finds nothing (the lease changed hands, or its holder released it, between
+          // the pick and the delete) tests nothing: pick again, a few times.
+          Slot s;
+          String lease;
+          boolean silent;
+          boolean deleted;
+          int attempts = 0;
+          do {
+            attempts++;
+            waitFor("a holder to revoke", Duration.ofSeconds(30), () -> slots.stream().anyMatch(h -> !h.current.holding.isEmpty()));
+            List<Slot> holders = slots.stream().filter(h -> !h.current.holding.isEmpty()).toList();
+            s = holders.get(random.nextInt(holders.size()));
+            List<String> held = new ArrayList<>(s.current.holding);
+            lease = held.isEmpty() ? leaseNames(options.leases()).get(0) : held.get(random.nextInt(held.size()));
+            // Half the time the holder is cut off first: its watch is silent, so only the store can
+            // keep the name from a second holder until the old one has stopped.
+            silent = random.nextBoolean();
+            target = lease;
+            detail.put("holder", s.current.id);
+            detail.put("silent", silent ? "yes" : "no");
+            start = System.nanoTime();
+            if (silent) {
+              s.links().forEach(ProxyLink::cut);
+            }
+            try {
+              deleted = store.deleteLease(lease);
+            } catch (RuntimeException e) {
+              log.warn("operator delete of {} failed: {}", lease, e.toString());
+              deleted = false;
+              detail.put("error", e.getClass().getSimpleName());
+            }
+            if (!deleted && attempts < 5) {
+              if (silent) {
+                s.links().forEach(ProxyLink::heal);
+              }
+              pause(200);
+            }
+          } while (!deleted && attempts < 5);
+          if (attempts > 1) {
+            detail.put("attempts", Integer.toString(attempts));
+          }
+          detail.put("deleted", deleted ? "yes" : "no");
+          pause(ttlTimes(0.5, 1));
+          if (silent) {
+            s.links().forEach(ProxyLink::heal);
+          }
+        }
+        case CLOCK_SKEW -> {
+          // The dangerous directions, three times in four: a client's clock slow (its deadline comes
+          // late), a node's fast (it expires sessions early). Within --clock-skew of 1.
+          boolean dangerous = random.nextInt(4) != 0;
+          boolean client = random.nextBoolean() || !skewableNodes();
+          String name;
+          double rate;
+          if (client) {
+            name = holderOrAny().current.id;
+            rate = dangerous ? 1 - options.clockSkew() : 1 + options.clockSkew();
+          } else {
+            StoreCluster cl = store != null && store.skewable() ? store : core;
+            int j = node(cl);
+            name = cl.name(j);
+            rate = dangerous ? 1 + options.clockSkew() : 1 - options.clockSkew();
+          }
+          target = name;
+          detail.put("rate", String.format(Locale.ROOT, "%.6f", rate));
+          start = System.nanoTime();
+          boolean applied = clocks.set(name, rate);
+          detail.put("applied", applied ? "yes" : "no");
+          pause(ttlTimes(3, 5));
+          clocks.set(name, 1.0);
+        }
+        case MEMBERSHIP_CHANGE -> {
+          // Always the core's nodes: the managed etcd and ZooKeeper clusters have fixed members.
+          int j = random.nextInt(core.size());
+          boolean killLeader = random.nextBoolean();
+          target = core.name(j);
+          start = System.nanoTime();
+          detail.putAll(core.replaceWiped(j, killLeader, ttlTimes(0.5, 1)));
+          healed = System.nanoTime();
+          awaitMember(core, j);
+        }
+        default -> throw new IllegalStateException("unknown fault " + type);
       }
-      case MEMBERSHIP_CHANGE -> {
-        // Always the core's nodes: the managed etcd and ZooKeeper clusters have fixed members.
-        int j = random.nextInt(core.size());
-        boolean killLeader = random.nextBoolean();
-        target = core.name(j);
-        start = System.nanoTime();
-        detail.putAll(core.replaceWiped(j, killLeader, ttlTimes(0.5, 1)));
-        healed = System.nanoTime();
-        awaitMember(core, j);
-      }
-      default -> throw new IllegalStateException("unknown fault " + type);
+    } catch (RuntimeException e) {
+      // Recorded with what is known of it: the checker excuses a store's early end by an operator
+      // delete's record and bounds clock skews by theirs, so a fault left out could fake or hide
+      // a violation. Whatever it left behind (a paused or cut-off member) the end heals.
+      detail.put("aborted", e.getClass().getSimpleName());
+      record(id, type, target, start, System.nanoTime(), detail);
+      throw e;
     }
-    if (healed == 0) {
-      healed = System.nanoTime();
-    }
+    record(id, type, target, start, healed == 0 ? System.nanoTime() : healed, detail);
+  }
+
+  private void record(int id, FaultType type, String target, long start, long healed, Map<String, String> detail) {
     StringBuilder extra = new StringBuilder();
     detail.forEach((k, v) -> extra.append(' ').append(k).append('=').append(v.isEmpty() ? "-" : v));
     log.info("fault {}: {} of {} for {} ms{}", id, type, target, (healed - start) / 1_000_000, extra);
@@ -413,7 +438,7 @@ final class Harness implements AutoCloseable {
     return holding.isEmpty() ? slots.get(random.nextInt(slots.size())) : holding.get(random.nextInt(holding.size()));
   }
 
-  private Outcome finish() {
+  private Outcome finish(String stoppedEarly) {
     log.info("faults: healing everything and stopping the clients");
     core.healAll();
     List<StoreCluster> clusters = store != null && store != core ? List.of(core, store) : List.of(core);
@@ -428,8 +453,15 @@ final class Harness implements AutoCloseable {
       s.links().forEach(ProxyLink::healAll);
       Children.signal(s.current.process, "CONT");
     }
-    waitFor("a leader at the end", Duration.ofSeconds(180), this::leaders);
     List<String> stopErrors = new ArrayList<>();
+    if (stoppedEarly != null) {
+      stopErrors.add(stoppedEarly);
+    }
+    try {
+      waitFor("a leader at the end", Duration.ofSeconds(180), this::leaders);
+    } catch (IllegalStateException e) {
+      stopErrors.add(e.getMessage() + "; the clients were stopped and their histories checked anyway");
+    }
     for (Slot s : slots) {
       s.current.stdin.println("stop");
       s.current.stdin.flush();
