@@ -6,16 +6,22 @@ import io.leasehold.faults.History.Outcome;
 import io.leasehold.faults.History.Recorded;
 import io.leasehold.faults.History.Tenure;
 import io.leasehold.faults.History.Write;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * Judges a run from its histories alone; a pure function, so it is tested with hand-made
@@ -55,6 +61,41 @@ final class Checker {
 
     Register register(String lease) {
       return registers.getOrDefault(lease, new Register(0, -1));
+    }
+
+    /**
+     * Writes it to {@code file}, so that {@code leasehold faults check} can check the run again: a
+     * line {@code key KEY} per key, {@code register LEASE REVISION TOKEN} per register (the run's
+     * keys and lease names hold no spaces).
+     */
+    void write(Path file) throws IOException {
+      List<String> lines = new ArrayList<>();
+      new TreeSet<>(keys).forEach(k -> lines.add("key " + k));
+      new TreeMap<>(registers).forEach((lease, r) -> lines.add("register " + lease + " " + r.revision() + " " + r.token()));
+      Files.write(file, lines, StandardCharsets.UTF_8);
+    }
+
+    /** {@return the state {@link #write} wrote to {@code file}} @throws IOException unreadable or malformed */
+    static FinalState read(Path file) throws IOException {
+      Set<String> keys = new HashSet<>();
+      Map<String, Register> registers = new HashMap<>();
+      int n = 0;
+      for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+        n++;
+        String[] f = line.split(" ");
+        try {
+          if (f.length == 2 && f[0].equals("key")) {
+            keys.add(f[1]);
+          } else if (f.length == 4 && f[0].equals("register")) {
+            registers.put(f[1], new Register(Long.parseLong(f[2]), Long.parseLong(f[3])));
+          } else if (!line.isBlank()) {
+            throw new NumberFormatException("neither 'key KEY' nor 'register LEASE REVISION TOKEN'");
+          }
+        } catch (NumberFormatException e) {
+          throw new IOException(file + " line " + n + ": " + e.getMessage() + ": " + line);
+        }
+      }
+      return new FinalState(keys, registers);
     }
   }
 
@@ -118,6 +159,16 @@ final class Checker {
     int violations() {
       return overlaps.size() + tokenRegressions.size() + staleWrites.size() + lostWrites.size() + earlyEnds.size()
           + historyErrors.size() + outOfBounds.size();
+    }
+
+    /**
+     * {@return this result without the lost-writes rule}, for a check of histories whose run left
+     * no final read of the core: nothing acknowledged can be confirmed, and that is not a finding of
+     * the histories.
+     */
+    Result withoutFinalRead() {
+      return new Result(overlaps, tokenRegressions, staleWrites, List.of(), earlyEnds, historyErrors, outOfBounds, tenures,
+          handovers, tenuresPerLease, accepted, rejected, unknown, ackedKv, availability);
     }
 
     /** {@return how many faults of every type were injected} */

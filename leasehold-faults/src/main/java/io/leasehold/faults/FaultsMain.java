@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "leasehold faults",
     mixinStandardHelpOptions = true,
-    subcommands = Soak.class,
+    subcommands = {Soak.class, CheckCommand.class},
     header = "Runs a 3-node core, a lease store and contending lease clients under injected faults, then checks their histories.",
     description = {
       "Starts 3 core nodes (and, with --lease-backend etcd|zookeeper, 3 members of that store) and --clients lease"
@@ -28,7 +28,8 @@ import picocli.CommandLine.Spec;
           + " holder; and that no acknowledged write was lost; and reports how long a lease had no holder after each fault.",
       "Histories, node logs, report.txt and report.json stay in --dir. Exits 0 when there is no violation,"
           + " 1 when there is one (or the run could not finish), 2 for bad options.",
-      "'leasehold faults soak' runs many seeds and prints one table."
+      "'leasehold faults soak' runs many seeds and prints one table; 'leasehold faults check DIR' checks a run's"
+          + " histories again."
     })
 public final class FaultsMain implements Callable<Integer> {
 

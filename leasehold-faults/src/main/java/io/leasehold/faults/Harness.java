@@ -93,6 +93,9 @@ final class Harness implements AutoCloseable {
    */
   record Outcome(Checker.Result result, String report) {}
 
+  /** The file in a run's directory that keeps the core's final read, for {@code leasehold faults check}. */
+  static final String FINAL_READ = "final-read.txt";
+
   private final Options options;
   private final Random random;
   private final Clocks clocks;
@@ -488,6 +491,12 @@ final class Harness implements AutoCloseable {
             new Checker.Register(kv.getModRevision(), Long.parseLong(kv.getValue().toStringUtf8().split(" ")[0])));
       }
       end = new Checker.FinalState(keys, registers);
+      try {
+        end.write(options.dir().resolve(FINAL_READ));
+      } catch (IOException e) {
+        log.warn("cannot keep the final read in {} (`leasehold faults check` will not check acknowledged writes): {}",
+            options.dir().resolve(FINAL_READ), e.toString());
+      }
     } catch (RuntimeException e) {
       log.error("final reads failed", e);
       end = null;

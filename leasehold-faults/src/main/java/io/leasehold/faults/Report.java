@@ -10,11 +10,16 @@ final class Report {
   private Report() {}
 
   static String text(Harness.Options o, Checker.Result r) {
-    StringBuilder b = new StringBuilder();
-    b.append(String.format(Locale.ROOT, "leasehold faults: seed %d, %d clients, %d leases, ttl %d ms, nemesis %d s, backend %s,"
+    return String.format(Locale.ROOT, "leasehold faults: seed %d, %d clients, %d leases, ttl %d ms, nemesis %d s, backend %s,"
         + " maxClockDrift %s, clock skew %s%s%n",
         o.seed(), o.clients(), o.leases(), o.ttl().toMillis(), o.duration().toSeconds(), o.backendName(),
-        o.maxClockDrift(), o.clockSkew(), o.sessionPerLease() ? ", a session per lease" : ""));
+        o.maxClockDrift(), o.clockSkew(), o.sessionPerLease() ? ", a session per lease" : "")
+        + findings(r);
+  }
+
+  /** {@return what the checker found: the counts, the gaps after faults, the violations by kind} */
+  static String findings(Checker.Result r) {
+    StringBuilder b = new StringBuilder();
     b.append(String.format(Locale.ROOT, "tenures %d, handovers %d; fenced writes accepted %d, rejected %d, unknown %d;"
         + " acknowledged KV writes %d%n", r.tenures(), r.handovers(), r.accepted(), r.rejected(), r.unknown(), r.ackedKv()));
     b.append("tenures per lease:");

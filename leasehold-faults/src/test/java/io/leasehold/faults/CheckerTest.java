@@ -20,7 +20,7 @@ class CheckerTest {
   private static final long MS = 1_000_000L;
 
   /** Two clients, three clean handovers, fenced writes inside their tenures, two acked keys. */
-  private static List<String> clean() {
+  static List<String> clean() {
     return new ArrayList<>(List.of(
         "START c1 L 10 " + 0 * MS + " " + 5 * MS,
         "WRITE c1 L 10 1 " + 10 * MS + " " + 12 * MS + " ACCEPTED 11",
@@ -39,7 +39,7 @@ class CheckerTest {
         "FAULT 1 PAUSE_HOLDER c2 " + 150 * MS + " " + 300 * MS));
   }
 
-  private static final FinalState END = state(Set.of("/faults/kv/c1/1", "/faults/kv/c2/1"), 31, 30);
+  static final FinalState END = state(Set.of("/faults/kv/c1/1", "/faults/kv/c2/1"), 31, 30);
 
   private static final Bounds BOUNDS = new Bounds(0.01);
 

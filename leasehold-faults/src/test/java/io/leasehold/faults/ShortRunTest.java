@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.leasehold.faults.Checker.Result;
 import io.leasehold.faults.History.Fault;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
 
 /**
  * The harness for real, short: a 3-node core and 4 clients contending for 3 leases in their own
@@ -57,5 +60,12 @@ class ShortRunTest {
     assertThat(r.accepted()).isPositive();
     assertThat(r.ackedKv()).isPositive();
     assertThat(dir.resolve("report.json")).content().contains("\"ok\": true");
+    // What it left is enough to check it again, to the same verdict (`leasehold faults check`).
+    assertThat(dir.resolve(Harness.FINAL_READ)).isNotEmptyFile();
+    StringWriter again = new StringWriter();
+    CommandLine cl = FaultsMain.commandLine();
+    cl.setOut(new PrintWriter(again));
+    assertThat(cl.execute("check", dir.toString())).as(again.toString()).isZero();
+    assertThat(again.toString()).contains("tenures " + r.tenures() + ", handovers " + r.handovers()).doesNotContain("not checked");
   }
 }
