@@ -83,16 +83,16 @@ final class Checker {
       for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
         n++;
         String[] f = line.split(" ");
-        try {
-          if (f.length == 2 && f[0].equals("key")) {
-            keys.add(f[1]);
-          } else if (f.length == 4 && f[0].equals("register")) {
+        if (f.length == 2 && f[0].equals("key")) {
+          keys.add(f[1]);
+        } else if (f.length == 4 && f[0].equals("register")) {
+          try {
             registers.put(f[1], new Register(Long.parseLong(f[2]), Long.parseLong(f[3])));
-          } else if (!line.isBlank()) {
-            throw new NumberFormatException("neither 'key KEY' nor 'register LEASE REVISION TOKEN'");
+          } catch (NumberFormatException e) {
+            throw new IOException(file + " line " + n + ": the revision and the token must be numbers: " + line);
           }
-        } catch (NumberFormatException e) {
-          throw new IOException(file + " line " + n + ": " + e.getMessage() + ": " + line);
+        } else if (!line.isBlank()) {
+          throw new IOException(file + " line " + n + ": neither 'key KEY' nor 'register LEASE REVISION TOKEN': " + line);
         }
       }
       return new FinalState(keys, registers);

@@ -100,7 +100,12 @@ class CheckCommandTest {
     Files.writeString(file, "register L thirty 30\n");
     Files.write(dir.resolve("client-c1.log"), List.of());
     assertThat(check(dir.toString())).as("a malformed final read is an error, not a pass").isEqualTo(2);
-    assertThat(err.toString()).contains(Harness.FINAL_READ + " line 1").doesNotContain("Exception");
+    assertThat(err.toString()).contains(Harness.FINAL_READ + " line 1: the revision and the token must be numbers")
+        .doesNotContain("Exception");
+
+    Files.writeString(file, "key /faults/kv/c1/1\nkeys /faults/kv/c2/7\n");
+    assertThat(check(dir.toString())).isEqualTo(2);
+    assertThat(err.toString()).contains(Harness.FINAL_READ + " line 2: neither 'key KEY' nor 'register LEASE REVISION TOKEN'");
   }
 
   @Test

@@ -494,11 +494,6 @@ public final class CoreNode implements AutoCloseable {
     return forwardingClients;
   }
 
-  /** {@return whether its gateway submits calls to Raft on the caller's thread, for tests} */
-  boolean submitsOnCallerThread() {
-    return gateway.submitsOnCallerThread();
-  }
-
   /** {@return the clients it forwards reads with, for tests} */
   LeaderClients readingClients() {
     return readingClients;

@@ -316,21 +316,14 @@ final class RaftGateway implements AutoCloseable {
    * and blocks the caller until that thread has queued it: two thread switches per call, at one
    * call in flight a large part of a write's cost on 2 cores, and nothing gained, since the group's
    * server does the same work (the same lock, the same log queue) on whichever thread calls it.
+   * The proxy's way stays as a fallback for a Ratis whose divisions stop taking calls themselves
+   * (slower, not wrong; {@code SubmitOnCallerThreadTest} would say so).
    */
   private CompletableFuture<RaftClientReply> submitHere(RaftClientRequest request) throws IOException {
     RaftServer.Division division = server.getDivision(groupId);
     return division instanceof RaftClientAsynchronousProtocol direct
         ? direct.submitClientRequestAsync(request)
         : server.submitClientRequestAsync(request);
-  }
-
-  /** {@return whether calls are submitted on the caller's thread (see {@link #submitHere}); false when the group is not here} */
-  boolean submitsOnCallerThread() {
-    try {
-      return server.getDivision(groupId) instanceof RaftClientAsynchronousProtocol;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   private RaftClientRequest localRequest(Message message, RaftClientRequest.Type type) {
