@@ -150,9 +150,9 @@ final class MembershipCommands {
 
     Peer parsePeer(String label, String spec) {
       try {
-        return Peer.parseAll(spec).get(0);
+        return Peer.parse(spec);
       } catch (IllegalArgumentException e) {
-        throw new ParameterException(this.spec.commandLine(), label + " must look like ID=HOST:PORT: " + e.getMessage());
+        throw new ParameterException(this.spec.commandLine(), label + ": " + e.getMessage());
       }
     }
 

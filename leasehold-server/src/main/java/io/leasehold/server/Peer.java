@@ -71,26 +71,45 @@ public record Peer(String id, String host, int clientPort) {
     List<Peer> peers = new ArrayList<>();
     Set<String> ids = new HashSet<>();
     for (String part : spec.split(",")) {
-      String p = part.trim();
-      int eq = p.indexOf('=');
-      int colon = p.lastIndexOf(':');
-      if (eq <= 0 || colon < eq + 2 || colon == p.length() - 1) {
-        throw new IllegalArgumentException(
-            "peers must look like id=host:port,id=host:port; \"" + p + "\" does not");
-      }
-      int port;
-      try {
-        port = Integer.parseInt(p.substring(colon + 1));
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("port in \"" + p + "\" is not a number");
-      }
-      Peer peer = new Peer(p.substring(0, eq), p.substring(eq + 1, colon), port);
+      Peer peer = parseOne(part.trim(), "peers must look like id=host:port,id=host:port");
       if (!ids.add(peer.id())) {
         throw new IllegalArgumentException("node id " + peer.id() + " appears twice in the peers");
       }
       peers.add(peer);
     }
     return List.copyOf(peers);
+  }
+
+  /**
+   * Parses one node, {@code id=host:port} (a membership command's argument).
+   *
+   * @param spec the node
+   * @return the node
+   * @throws IllegalArgumentException naming what is wrong, also when {@code spec} names several
+   */
+  public static Peer parse(String spec) {
+    Objects.requireNonNull(spec, "node");
+    String p = spec.trim();
+    if (p.contains(",")) {
+      // parseAll's split would otherwise let "a=h:1,b=h:2" pass as its first node alone.
+      throw new IllegalArgumentException("\"" + p + "\" names more than one node; give one, id=host:port");
+    }
+    return parseOne(p, "a node must look like id=host:port");
+  }
+
+  private static Peer parseOne(String p, String shape) {
+    int eq = p.indexOf('=');
+    int colon = p.lastIndexOf(':');
+    if (eq <= 0 || colon < eq + 2 || colon == p.length() - 1) {
+      throw new IllegalArgumentException(shape + "; \"" + p + "\" does not");
+    }
+    int port;
+    try {
+      port = Integer.parseInt(p.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("port in \"" + p + "\" is not a number");
+    }
+    return new Peer(p.substring(0, eq), p.substring(eq + 1, colon), port);
   }
 
   @Override
