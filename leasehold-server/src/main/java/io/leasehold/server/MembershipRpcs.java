@@ -31,8 +31,9 @@ final class MembershipRpcs {
     }
     Peer peer;
     try {
-      // Peer checks the id and the address, and names what is wrong ("node id must be ...").
-      peer = Peer.parseAll(request.getId() + "=" + request.getAddress()).get(0);
+      // Peer checks the id and the address, and names what is wrong ("node id must be ...");
+      // one node only: an address with a comma is refused, not cut at the comma.
+      peer = Peer.parse(request.getId() + "=" + request.getAddress());
     } catch (IllegalArgumentException e) {
       invalid(out, e.getMessage());
       return;
