@@ -182,9 +182,13 @@ final class CoreLeaseStore implements LeaseStore {
         .<GetResponse>call((stub, out) -> stub.get(get, out))
         .thenCompose(
             current -> {
+              Held h = held.get(tenure.token());
+              // The key must also be on the session this process renews for it: a key on another
+              // session lives and dies with that one, which nothing here keeps alive.
               boolean ours =
                   current.getKvsCount() == 1
                       && current.getKvs(0).getCreateRevision() == tenure.token()
+                      && (h == null || current.getKvs(0).getSessionId() == h.session().id)
                       && current.getKvs(0).getValue().toStringUtf8().equals(tenure.holder().toString());
               if (!ours) {
                 held.remove(tenure.token());

@@ -662,10 +662,13 @@ public final class CoreState {
       String holder = current.getValue().toStringUtf8();
       boolean sameHolder = holder.equals(acquire.getHolder());
       if (sameHolder && current.getLeaseRequestId() == acquire.getRequestId()) {
-        // A retry whose first reply was lost: the same tenure. If the retry comes through another
+        // A retry whose first reply was lost: the same tenure. If the retry comes through a newer
         // session of the holder, the key moves to it (same token), so that it lives and dies with
-        // the session the holder now renews.
-        if (current.getSessionId() != acquire.getSessionId()) {
+        // the session the holder now renews. Never to an older one: a client moves only forward,
+        // to a session granted after the one it gave up (ids increase), so a copy through an
+        // older session is a late copy of an attempt the holder abandoned, and its session is
+        // no longer kept alive. Moving the key there would let it expire under a live holder.
+        if (acquire.getSessionId() > current.getSessionId()) {
           write(key, current.getValue(), acquire.getSessionId(), acquire.getRequestId(), events);
         }
         response.setAcquired(true).setToken(current.getCreateRevision());

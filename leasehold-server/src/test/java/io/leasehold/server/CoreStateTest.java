@@ -283,6 +283,36 @@ class CoreStateTest {
         .hasSize(1);
   }
 
+  /**
+   * The first attempt of an acquire goes out on session S0 and is held up on its way; the client
+   * gives up on it, retires S0 and retries the same request on a new session S1, which is applied.
+   * The late first copy (a hole in the client's calls, so it executes) must leave the tenure on
+   * S1, the session the holder renews: on S0 it would expire with S0 under a live holder.
+   */
+  @Test
+  void aLateCopyOfAnEarlierAttemptDoesNotMoveTheTenureBackToTheSessionItsClientGaveUp() throws IOException {
+    long s0 = grant(10_000);
+    CallId firstAttempt = call(); // sent on s0, then held up at a follower
+    long s1 = grant(10_000);
+    AcquireResponse retried = acquire("job", "a#1", 7, s1);
+    assertThat(retried.getAcquired()).isTrue();
+
+    AcquireResponse late = acquire(firstAttempt, "job", "a#1", 7, s0);
+    assertThat(late.getToken()).as("the same tenure").isEqualTo(retried.getToken());
+    KeyValueView key = leaseKey("job");
+    assertThat(key.session()).as("the tenure stays on the session its holder renews").isEqualTo(s1);
+
+    apply(Command.newBuilder().setExpire(Expire.newBuilder().setSessionId(s0).setTerm(term)).build());
+    assertThat(leaseKey("job")).as("the abandoned session's expiry leaves the live tenure alone").isNotNull();
+  }
+
+  private record KeyValueView(long session, long token) {}
+
+  private KeyValueView leaseKey(String name) {
+    var kvs = state.get(GetRequest.newBuilder().setKey(CoreState.LEASE_PREFIX + name).build()).getKvsList();
+    return kvs.isEmpty() ? null : new KeyValueView(kvs.get(0).getSessionId(), kvs.get(0).getCreateRevision());
+  }
+
   private CallId callOf(long client, long id) {
     return CallId.newBuilder().setClientIdHigh(client).setClientIdLow(client).setCallId(id).build();
   }
