@@ -9,6 +9,8 @@ import io.leasehold.LeaseSettings;
 import io.leasehold.spi.VirtualClock;
 import io.leasehold.testkit.ExclusivityChecker;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -167,6 +169,40 @@ class MemoryBackendTest {
 
     assertThat(b.checkAlive()).isTrue();
     checker.assertExclusive();
+  }
+
+  /**
+   * A local expiry happens when the holder was starved: its deadline passed while the store still
+   * holds the record for the rest of the TTL. That rest is the margin in which the loss handlers
+   * stop the owner's work, so the name must stay taken until they returned; only then may the
+   * holder's release let the next owner in early. Callbacks run on the virtual clock here, so the
+   * handler "blocks" by letting virtual time pass inside it, and asks for the lease meanwhile.
+   */
+  @Test
+  void aLocalExpiryLetsTheNextOwnerInOnlyAfterTheLossHandlersReturned() {
+    Lease a = nodeA.newLease(settings("a").build());
+    Lease b = nodeB.newLease(settings("b").build());
+    assertThat(await(a.acquire())).isTrue();
+    List<Boolean> acquiredWhileHandling = new ArrayList<>();
+    a.onLost(
+        reason -> {
+          for (int i = 0; i < 5; i++) { // the owner's work winding down, for 0.5 s
+            acquiredWhileHandling.add(await(b.acquire()));
+            clock.advance(Duration.ofMillis(100));
+          }
+        });
+
+    Duration left = a.remaining();
+    nodeA.pause(); // starved: its timers do not run
+    clock.advance(left.plusMillis(1)); // past the safe deadline, short of the store's TTL
+    assertThat(left.plusMillis(600)).as("the store's TTL does not pass during the test").isLessThan(TTL);
+    nodeA.resume();
+    clock.advance(Duration.ZERO); // what fell due runs: the engine finds its deadline gone
+
+    assertThat(acquiredWhileHandling)
+        .as("another owner's acquires while the first one's loss handler still ran")
+        .containsExactly(false, false, false, false, false);
+    assertThat(await(b.acquire())).as("after the handler, the release let the next owner in").isTrue();
   }
 
   /** Found in review: a release still pending when its backend closed was never answered. */

@@ -670,13 +670,16 @@ public final class ManagedLease implements Lease {
    */
   private void lost(Tenancy t, LeaseLost reason) {
     try {
-      callbacks.execute(() -> notifyLoss(t, reason));
+      // The handlers registered when the loss happened: one registered while the delivery waits
+      // for the callback thread is not called for this loss (as Lease#onLost says).
+      List<Registration> registered = List.copyOf(handlers);
+      callbacks.execute(() -> notifyLoss(t, reason, registered));
     } catch (RejectedExecutionException shutDown) {
       t.lossHandled.complete(null);
     }
   }
 
-  private void notifyLoss(Tenancy t, LeaseLost reason) {
+  private void notifyLoss(Tenancy t, LeaseLost reason, List<Registration> registered) {
     synchronized (lock) {
       t.cancelTimers();
     }
@@ -687,21 +690,22 @@ public final class ManagedLease implements Lease {
         holder,
         t.tenure.token(),
         reason);
-    if (reason.kind() == LeaseLost.Kind.EXPIRED) {
-      // The store may still hold the record; ending it lets the next holder in before the TTL.
-      releaseQuietly(t.tenure);
-    }
     try {
-      for (Registration r : handlers) {
+      for (Registration r : registered) {
         r.deliver(reason);
       }
     } finally {
       t.notifying = null;
-      if (reason.kind() == LeaseLost.Kind.REVOKED) {
-        // The store reported the tenure revoked. A store that keeps a revoked record as a
-        // tombstone, so that nobody else gets the name before this holder stopped, frees the name
-        // once the holder releases exactly that tenure: now, after the handlers that stop the
-        // work ran. Elsewhere a no-op: a release is conditional on the tenure.
+      if (reason.kind() == LeaseLost.Kind.EXPIRED || reason.kind() == LeaseLost.Kind.REVOKED) {
+        // Only now, after the handlers that stop the owner-only work returned: the release is
+        // what lets the next holder in.
+        // EXPIRED: the local deadline passed, often because this process was starved; the store
+        // may still hold the record for the rest of the TTL, and that rest is the handlers'
+        // margin. Releasing first would hand the name on while they still run. A handler that
+        // blocks longer than the TTL only loses the early release: the store expires the record.
+        // REVOKED: a store that keeps a revoked record as a tombstone, so that nobody else gets
+        // the name before this holder stopped, frees the name once the holder releases exactly
+        // that tenure. Elsewhere a no-op: a release is conditional on the tenure.
         releaseQuietly(t.tenure);
       }
       t.lossHandled.complete(null);

@@ -302,6 +302,43 @@ class ManagedLeaseTest {
     assertThat(lease.fencingToken()).hasValue(3);
   }
 
+  /** Lease#onLost: a handler registered after a loss is not called for it, however late it is delivered. */
+  @Test
+  void aHandlerRegisteredAfterALossIsNotCalledForItWhileItsDeliveryWaits() {
+    LeaseRuntime slowCallbacks =
+        LeaseRuntime.of(clock, clock, task -> clock.schedule(task, Duration.ofSeconds(1).toNanos()));
+    ManagedLease lease = lease(settings().build(), slowCallbacks);
+    CompletableFuture<Boolean> acquired = lease.acquire();
+    store.grant(2);
+    assertThat(acquired).isCompletedWithValue(true);
+
+    lease.storeReportedLoss(2, new LeaseLost(LeaseLost.Kind.REVOKED, "deleted"));
+    List<LeaseLost> late = new CopyOnWriteArrayList<>();
+    lease.onLost(late::add); // after the loss, before its delivery
+    advance(Duration.ofSeconds(1));
+
+    assertThat(losses).as("the handler registered before the loss").hasSize(1);
+    assertThat(late).as("the handler registered after it").isEmpty();
+  }
+
+  /**
+   * A local expiry: the deadline passed, the store may hold the record for the rest of the TTL,
+   * and that rest is the handlers' margin. The release that lets the next holder in early goes
+   * only after them, as for a revocation.
+   */
+  @Test
+  void aLocallyExpiredTenureIsReleasedOnceTheHandlersRanNotBefore() {
+    ManagedLease lease = held(4);
+    List<Integer> releasesWhileHandling = new CopyOnWriteArrayList<>();
+    lease.onLost(lost -> releasesWhileHandling.add(store.releases.size()));
+
+    advance(WINDOW.plusMillis(1)); // no renewal answered: the safe window ran out
+
+    assertThat(losses).singleElement().satisfies(l -> assertThat(l.kind()).isEqualTo(LeaseLost.Kind.EXPIRED));
+    assertThat(releasesWhileHandling).as("releases sent before the handler ran").containsExactly(0);
+    assertThat(store.releases).singleElement().satisfies(r -> assertThat(r.tenure().token()).isEqualTo(4));
+  }
+
   /** The life drawn in ManagedLease's Javadoc, step by step, including both overlaps. */
   @Test
   void thePhaseFollowsTheLifeDrawnInTheJavadoc() {
