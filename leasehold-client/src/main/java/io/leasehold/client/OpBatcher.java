@@ -3,6 +3,7 @@ package io.leasehold.client;
 import com.google.protobuf.ByteString;
 import io.grpc.Status;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.LeaseTimeoutException;
 import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.BatchRequest;
 import io.leasehold.core.proto.BatchResponse;
@@ -26,7 +27,11 @@ final class OpBatcher {
   /** Batch calls out at once; more writes wait and go together. */
   static final int MAX_CALLS_IN_FLIGHT = 2;
 
-  /** Writes in one call at most (the core accepts up to 1024). */
+  /**
+   * Writes in one call at most (the core accepts up to 1024). With {@link #MAX_CALLS_IN_FLIGHT},
+   * a client has at most 512 batched writes out, half the replies the core keeps per client
+   * ({@code CoreState.REPLIES_KEPT_PER_CLIENT}), so a batch sent again always finds its replies.
+   */
   static final int MAX_OPS_PER_CALL = 256;
 
   /** A write, its answer, how often it was sent, and when its caller stops waiting (0: never). */
@@ -154,6 +159,13 @@ final class OpBatcher {
         p.response().completeExceptionally(
             new LeaseStoreUnavailableException(
                 "the core did not confirm the write after " + p.tries() + " tries: " + status.getDescription(),
+                status.asRuntimeException()));
+      } else if (status.getCode() == Status.Code.DEADLINE_EXCEEDED) {
+        // The core no longer knows whether it applied this call (a copy reached its log too late,
+        // or its reply is no longer kept): the outcome is unknown, never "not written".
+        p.response().completeExceptionally(
+            new LeaseTimeoutException(
+                "the core cannot tell whether it applied the write: " + status.getDescription(),
                 status.asRuntimeException()));
       } else {
         p.response().completeExceptionally(CoreClient.refused(status.asRuntimeException()));

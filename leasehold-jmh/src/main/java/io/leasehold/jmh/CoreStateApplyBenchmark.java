@@ -130,7 +130,7 @@ public class CoreStateApplyBenchmark {
   /** State for the calls that leave the keys as they are. */
   @State(Scope.Thread)
   public static class Steady {
-    private static final int RING = 1024;
+    private static final int RING = 4 * CoreState.REPLIES_KEPT_PER_CLIENT;
 
     CoreState state;
     long index;

@@ -93,10 +93,6 @@ import java.util.TreeSet;
  * after the last keep-alive, exactly the holder's safe window. An operator's {@code Revoke} of a
  * session likewise frees nothing at once: the session is no longer kept alive and expires. There is
  * no clock here: every "until" is a log entry (a release, an expiry).
- *
- * <p>Retried writes are applied once: each write carries its client's id and a call id, and the
- * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
- * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
  */
 public final class CoreState {
 
@@ -116,7 +112,14 @@ public final class CoreState {
    */
   static final String ATTACHED_PREFIX = "/_leasehold/attached/";
 
-  public static final int REPLIES_KEPT_PER_CLIENT = 64;
+  /**
+   * Replies kept per client: at least as many as one client can have in flight, so that a whole
+   * batch sent again after its reply was lost is answered from the replies, never refused as too
+   * late. The core accepts batches of up to {@link ClientService#MAX_BATCH_OPS} writes, and the
+   * project's client has at most half of this out at once (its {@code OpBatcher}), leaving room
+   * for its unary calls.
+   */
+  public static final int REPLIES_KEPT_PER_CLIENT = 1024;
 
   /** How long (cluster time) a client's calls are recognised after its last write. */
   static final long DEDUP_WINDOW_MILLIS = 5 * 60_000;

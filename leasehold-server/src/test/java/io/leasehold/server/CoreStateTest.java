@@ -306,6 +306,30 @@ class CoreStateTest {
     assertThat(leaseKey("job")).as("the abandoned session's expiry leaves the live tenure alone").isNotNull();
   }
 
+  /**
+   * A client sends the largest batch the core accepts, and its reply is lost; it sends the batch
+   * again. Every write of it was applied, so every one must be answered from its reply: refused
+   * as too late, the client would take an applied write for one that never happened.
+   */
+  @Test
+  void aWholeBatchSentAgainIsAnsweredFromItsRepliesNotRefusedAsTooLate() {
+    int batch = ClientService.MAX_BATCH_OPS;
+    List<Command> first = new java.util.ArrayList<>();
+    List<CoreState.Applied> firstReplies = new java.util.ArrayList<>();
+    for (int i = 0; i < batch; i++) {
+      Command put = put(callOf(9, i + 1), "first/" + i, "v");
+      first.add(put);
+      firstReplies.add(apply(put));
+    }
+    long revision = state.revision();
+
+    for (int i = 0; i < batch; i++) {
+      CoreState.Applied again = apply(first.get(i));
+      assertThat(again.reply()).as("write %s of the batch sent again", i).isEqualTo(firstReplies.get(i).reply());
+    }
+    assertThat(state.revision()).as("nothing applied twice").isEqualTo(revision);
+  }
+
   private record KeyValueView(long session, long token) {}
 
   private KeyValueView leaseKey(String name) {
@@ -395,13 +419,14 @@ class CoreStateTest {
     apply(put(callOf(1, 3), "c", "3"));
     assertThat(apply(put(callOf(1, 2), "b", "2")).events()).as("call 2, overtaken by call 3, applies").hasSize(1);
     long revision = state.revision();
-    for (int i = 4; i < 100; i++) {
+    int later = CoreState.REPLIES_KEPT_PER_CLIENT + 32;
+    for (int i = 4; i < 4 + later; i++) {
       apply(put(callOf(1, i), "other/" + i, "v"));
     }
     CoreState.Applied again = apply(put(callOf(1, 2), "b", "2"));
     assertThat(again.reply().getFailure().getCode()).as("a copy of call 2 after its reply was dropped").isEqualTo(Failure.Code.TOO_LATE);
     assertThat(again.events()).isEmpty();
-    assertThat(state.revision()).isEqualTo(revision + 96);
+    assertThat(state.revision()).isEqualTo(revision + later);
   }
 
   @Test
