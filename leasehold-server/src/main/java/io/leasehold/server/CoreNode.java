@@ -204,6 +204,9 @@ public final class CoreNode implements AutoCloseable {
     PeerSettings peerSettings = new PeerSettings(config, tls == null ? null : tls.channelCredentials());
     try {
       peerSettings.refuseStartIfAnyDisagrees(START_CHECK_TIMEOUT);
+      if (config.startMode() == NodeConfig.StartMode.JOIN) {
+        peerSettings.refuseJoinIfStillAMember();
+      }
     } catch (RuntimeException e) {
       peerSettings.close();
       closeQuietly(tls);
@@ -525,6 +528,10 @@ public final class CoreNode implements AutoCloseable {
             .setAddress(config.selfPeer().clientEndpoint())
             .setElectionTimeoutMs(config.electionTimeout().toMillis())
             .setSettingsMismatch(peerSettings.problem().orElse(""));
+    MembershipChanges m = membership;
+    if (m != null) {
+      m.members().forEach(p -> status.addMemberIds(p.id()));
+    }
     try {
       DivisionInfo info = raftServer.getDivision(GROUP_ID).getInfo();
       return status

@@ -59,6 +59,8 @@ final class PeerSettings implements AutoCloseable {
   private final Map<String, AtomicBoolean> asking = new ConcurrentHashMap<>();
   /** Each other node's election timeout as it last reported it. */
   private final Map<String, Long> reported = new ConcurrentHashMap<>();
+  /** Each other node's voting members as it last reported them (not kept when it reports none). */
+  private final Map<String, List<String>> reportedMembers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService poller;
   /** Null until {@link #watch}: the start check refuses with one line of its own, no log. */
   private volatile Consumer<Optional<String>> listener;
@@ -115,6 +117,28 @@ final class PeerSettings implements AutoCloseable {
   }
 
   /**
+   * For a node started with {@code --join}, after {@link #refuseStartIfAnyDisagrees}: a node that
+   * answered and still lists this node's id among its voting members knows this id as a member
+   * with a log. This node's directory is empty (a wiped disk, or a new node given an old id): it
+   * must not take part under that id, since it could vote with a shorter log than the one the id
+   * acknowledged, and its peers would keep sending to it as if it had that log.
+   *
+   * @throws StartRefusedException naming the way to bring the node back: a replace under a new id
+   */
+  void refuseJoinIfStillAMember() {
+    for (Map.Entry<String, List<String>> e : reportedMembers.entrySet()) {
+      if (e.getValue().contains(config.self())) {
+        throw new StartRefusedException(
+            "node " + config.self() + " refuses to join: " + e.getKey() + " still lists " + config.self()
+                + " among the cluster's members (" + String.join(", ", e.getValue()) + "), so this id has a log"
+                + " that an empty --data-dir does not hold and must not vote with; bring the node back under a"
+                + " new id: start it with --join --id NEWID, then `leasehold admin replace-node " + config.self()
+                + " NEWID=host:port`");
+      }
+    }
+  }
+
+  /**
    * Asks the other nodes every {@link #POLL_EVERY} from now on.
    *
    * @param onChange told the problem (present while some node disagrees) each time it changes
@@ -147,6 +171,9 @@ final class PeerSettings implements AutoCloseable {
         new StreamObserver<>() {
           @Override
           public void onNext(StatusResponse response) {
+            if (response.getNodesCount() > 0 && response.getNodes(0).getMemberIdsCount() > 0) {
+              reportedMembers.put(peer, List.copyOf(response.getNodes(0).getMemberIdsList()));
+            }
             if (response.getNodesCount() > 0 && response.getNodes(0).getElectionTimeoutMs() > 0) {
               observe(peer, response.getNodes(0).getElectionTimeoutMs());
             }
