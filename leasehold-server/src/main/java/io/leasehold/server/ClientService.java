@@ -410,6 +410,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
               .asException());
       return;
     }
+    // The lower bound (the longest election timeout) is the node's own: LeadershipTransfer says it.
     Duration timeout =
         request.getTimeoutMs() == 0 ? LeadershipTransfer.DEFAULT_TIMEOUT : Duration.ofMillis(request.getTimeoutMs());
     Optional<String> to = request.getTo().isEmpty() ? Optional.empty() : Optional.of(request.getTo());

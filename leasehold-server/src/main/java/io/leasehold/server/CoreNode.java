@@ -268,7 +268,7 @@ public final class CoreNode implements AutoCloseable {
     stateMachine.onLeaderServing(gateway::leaderServing);
     membership =
         new MembershipChanges(config, raftServer, GROUP_ID, parameters, tls == null ? null : tls.channelCredentials());
-    leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members);
+    leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members, stateMachine::refuseReadsFor);
     String root = rootIdentityToWrite(format);
     AccessControl access = new AccessControl(stateMachine.state(), root != null);
     LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
@@ -488,6 +488,14 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /** {@return this node's session deadlines, for tests} */
+  LeadershipTransfer leadership() {
+    return leadership;
+  }
+
+  LeaseStateMachine stateMachine() {
+    return stateMachine;
+  }
+
   SessionKeeper sessionKeeper() {
     return keeper;
   }

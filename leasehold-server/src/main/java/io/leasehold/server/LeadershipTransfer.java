@@ -60,15 +60,23 @@ final class LeadershipTransfer implements AutoCloseable {
   private final ExecutorService mover;
   /** The voting members now (they change with membership changes). */
   private final java.util.function.Supplier<java.util.List<Peer>> members;
+  /** Refuses this node's reads for a while (the state machine's guard; see {@link #moveNow}). */
+  private final java.util.function.Consumer<Duration> refuseReadsFor;
+  /** The longest election timeout: the shortest wait a move may have, and the guard's length. */
+  private final Duration longestElection;
 
   LeadershipTransfer(
       NodeConfig config,
       RaftServer server,
       RaftGroupId group,
       RaftClient client,
-      java.util.function.Supplier<java.util.List<Peer>> members) {
+      java.util.function.Supplier<java.util.List<Peer>> members,
+      java.util.function.Consumer<Duration> refuseReadsFor) {
     this.config = config;
     this.members = members;
+    this.refuseReadsFor = refuseReadsFor;
+    this.longestElection =
+        Duration.ofMillis(CoreNode.longestElectionTimeoutMs(config.electionTimeout().toMillis()));
     this.server = server;
     this.group = group;
     this.client = client;
@@ -81,16 +89,19 @@ final class LeadershipTransfer implements AutoCloseable {
    *
    * @param to the node that should lead; empty for the follower this node, the leader, heard from
    *     last
-   * @param timeout how long to wait for the new leader, up to {@link #MAX_TIMEOUT}
+   * @param timeout how long to wait for the new leader: from the longest election timeout (a
+   *     shorter wait ends before the new leader can be elected, and Ratis then turns the old
+   *     leader's lease back on while the new one may win) up to {@link #MAX_TIMEOUT}
    * @return completes once {@code to} leads; with {@link IllegalArgumentException} for an unknown
    *     id, {@link NotNowException} when there is no leader or {@code to} is empty on a follower,
    *     and Ratis's exception when the move failed or timed out
    */
   CompletableFuture<Moved> move(Optional<String> to, Duration timeout) {
-    if (timeout.isNegative() || timeout.isZero() || timeout.compareTo(MAX_TIMEOUT) > 0) {
+    if (timeout.compareTo(longestElection) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
       return CompletableFuture.failedFuture(
           new IllegalArgumentException(
-              "timeout must be 1 ms to " + MAX_TIMEOUT.toMillis() + " ms; was " + timeout.toMillis() + " ms"));
+              "timeout must be " + longestElection.toMillis() + " ms (the longest election timeout: a move"
+                  + " needs an election) to " + MAX_TIMEOUT.toMillis() + " ms; was " + timeout.toMillis() + " ms"));
     }
     java.util.List<Peer> now = members.get();
     if (to.isPresent() && now.stream().noneMatch(p -> p.id().equals(to.get()))) {
@@ -124,8 +135,11 @@ final class LeadershipTransfer implements AutoCloseable {
     if (target.equals(previous)) {
       return new Moved(previous, previous);
     }
-    long left = Math.max(1, Duration.ofNanos(deadline - System.nanoTime()).toMillis());
+    // What remains of the caller's wait, but never less than an election: a move that Ratis gives
+    // up on before its transferee could win re-enables this leader's lease while it may win.
+    long left = Math.max(longestElection.toMillis(), Duration.ofNanos(deadline - System.nanoTime()).toMillis());
     log.info("moving the leadership from {} to {} (asked through node {})", previous, target, config.self());
+    boolean moved = false;
     try {
       RaftClientReply reply =
           info.isLeader()
@@ -134,8 +148,19 @@ final class LeadershipTransfer implements AutoCloseable {
       if (!reply.isSuccess()) {
         throw new IllegalStateException("the leadership did not move to " + target + ": " + reply);
       }
+      moved = true;
     } catch (IOException e) {
       throw new CompletionException(e);
+    } finally {
+      if (info.isLeader() && !moved) {
+        // Ratis disabled this leader's lease for the move and, when the move failed or timed out,
+        // enabled it again. But the transferee may have started its election anyway (it was told
+        // to stand) and may still win it: voters grant a higher term's vote without asking
+        // whether they heard a leader lately. Until that election is surely over, a read
+        // confirmed from the lease could be answered by a deposed leader: refuse reads (and so
+        // keep-alive confirmations) here for one longest election timeout.
+        refuseReadsFor.accept(longestElection);
+      }
     }
     log.info(
         "leadership moved from {} to {} in {} ms (asked through node {})",

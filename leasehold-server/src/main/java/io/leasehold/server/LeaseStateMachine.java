@@ -18,6 +18,7 @@ import java.io.OutputStream;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.nio.file.StandardOpenOption;
@@ -378,9 +379,32 @@ final class LeaseStateMachine extends BaseStateMachine {
     readsRefused = reason;
   }
 
+  /** Refuses reads until then ({@link System#nanoTime()}); 0 while none are. */
+  private volatile long readsRefusedUntil;
+
+  /**
+   * Refuses reads for {@code period} from now: after a leadership move that Ratis reported failed
+   * here, while its transferee may still win (LeadershipTransfer). A refused read is answered
+   * "not now" and the client asks again, here or elsewhere.
+   */
+  void refuseReadsFor(Duration period) {
+    readsRefusedUntil = Math.max(1, System.nanoTime() + period.toNanos());
+  }
+
+  /** {@return until when ({@link System#nanoTime()}) reads are refused for a move; 0 if never} */
+  long readsRefusedUntil() {
+    return readsRefusedUntil;
+  }
+
   @Override
   public CompletableFuture<Message> query(Message request) {
     String refused = readsRefused;
+    long until = readsRefusedUntil;
+    if (refused == null && until != 0 && System.nanoTime() - until < 0) {
+      refused =
+          "a leadership move from this node did not complete, and its new leader may still be elected;"
+              + " reads wait for that election to end (a moment)";
+    }
     if (refused != null) {
       // A StateMachineException goes back to the caller as the answer (any other exception makes
       // Ratis's client retry); this node keeps leading.
