@@ -59,7 +59,9 @@ public final class VirtualClock implements Ticker, Scheduler {
 
   /**
    * Moves time forward by {@code duration}, running every task that falls due on the way, each
-   * at its own due time and in order (tasks scheduled by tasks included).
+   * at its own due time and in order (tasks scheduled by tasks included). A task may call it too
+   * (a task that takes time): the inner call runs what falls due meanwhile, and the outer one goes
+   * on from the later time.
    *
    * @param duration how far to move; zero runs what is due now
    * @throws IllegalArgumentException if {@code duration} is negative
@@ -82,7 +84,11 @@ public final class VirtualClock implements Ticker, Scheduler {
         synchronized (lock) {
           next = queue.peek();
           if (next == null || next.due - target > 0) {
-            now = target;
+            // A task may have advanced the clock itself, past this call's target (a handler
+            // that takes time, in a simulation): time never goes back.
+            if (target - now > 0) {
+              now = target;
+            }
             return;
           }
           queue.poll();

@@ -64,6 +64,23 @@ class VirtualClockTest {
     assertThat(clock.read()).isEqualTo(Long.MIN_VALUE + 19);
   }
 
+  /** A task that takes time: it advances the clock itself, and time never goes back after it. */
+  @Test
+  void aTaskThatAdvancesTheClockItselfRunsWhatFallsDueMeanwhileAndTimeNeverGoesBack() {
+    VirtualClock clock = new VirtualClock(0);
+    List<Long> times = new ArrayList<>();
+    clock.schedule(() -> clock.advance(Duration.ofNanos(50)), 10); // takes 50 ns
+    clock.schedule(() -> times.add(clock.read()), 30); // falls due while it runs
+    clock.schedule(() -> times.add(clock.read()), 80);
+
+    clock.advance(Duration.ofNanos(20));
+
+    assertThat(times).containsExactly(30L);
+    assertThat(clock.read()).as("where the task left it, not the outer target 20").isEqualTo(60);
+    clock.advance(Duration.ofNanos(20));
+    assertThat(times).containsExactly(30L, 80L);
+  }
+
   @Test
   void aCancelledTaskDoesNotRun() {
     VirtualClock clock = new VirtualClock();
