@@ -356,6 +356,12 @@ public final class LeaseLock implements Lock {
     }
   }
 
+  /** {@return the TTL of the tenure held now, or null when none is} */
+  Duration heldTtl() {
+    Lease l = lease;
+    return l != null ? l.settings().ttl() : null;
+  }
+
   /** {@return whether the current thread holds this lock} */
   public boolean isHeldByCurrentThread() {
     return local.isHeldByCurrentThread();

@@ -25,11 +25,14 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * confirms the tenure with the store and fails once it was lost, and the lock gives the tenure's
  * {@linkplain LeaseLock#fencingToken() fencing token}. Works with Spring's {@code
  * LockRegistryLeaderInitiator}, whose heartbeat is exactly such a reentrant {@code tryLock()}.
+ * No renewal scheduler is needed ({@link #setRenewalTaskScheduler} keeps Spring's no-op): each
+ * lease renews itself.
  *
  * <p>Thread-safe. The registry owns no threads; the backend (owned by the caller) does the
  * renewing, and closing it releases every lease the registry took.
  */
-public final class LeaseholdLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
+public final class LeaseholdLockRegistry
+    implements ExpirableLockRegistry<LeaseLock>, RenewableLockRegistry<LeaseLock> {
 
   private final LeaseBackend backend;
   private final Function<String, LeaseSettings> settingsFor;
@@ -90,10 +93,43 @@ public final class LeaseholdLockRegistry implements ExpirableLockRegistry, Renew
    */
   @Override
   public void renewLock(Object lockKey) {
+    confirmHeld(heldByCurrentThread(lockKey));
+  }
+
+  /**
+   * As {@link #renewLock(Object)}, for a caller that names the TTL it expects the tenure to have.
+   * A held lease keeps the TTL it was acquired with: the store renews it by that TTL, and the
+   * lease renews itself, so the lock does not run out while this process lives.
+   *
+   * @param lockKey the key
+   * @param ttl the tenure's TTL
+   * @throws IllegalStateException if the current thread does not hold the lock, or its lease was
+   *     lost
+   * @throws IllegalArgumentException if the tenure was acquired with another TTL
+   */
+  @Override
+  public void renewLock(Object lockKey, Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    LeaseLock lock = heldByCurrentThread(lockKey);
+    Duration held = lock.heldTtl();
+    if (held != null && !held.equals(ttl)) {
+      throw new IllegalArgumentException(
+          "the lock at " + lockKey + " is held with a TTL of " + held + ", which a renewal"
+              + " cannot change to " + ttl);
+    }
+    confirmHeld(lock);
+  }
+
+  private LeaseLock heldByCurrentThread(Object lockKey) {
     LeaseLock lock = lockKey instanceof String key ? locks.get(key) : null;
     if (lock == null || !lock.isHeldByCurrentThread()) {
       throw new IllegalStateException("the current thread does not hold the lock at " + lockKey);
     }
+    return lock;
+  }
+
+  private static void confirmHeld(LeaseLock lock) {
+    Object lockKey = lock.key();
     if (!lock.confirm()) {
       throw new IllegalStateException(
           "the lease of lock " + lockKey + " was lost; the integrity of data protected by this"

@@ -172,6 +172,24 @@ class LeaseholdLockRegistryTest {
   }
 
   @Test
+  void renewLockWithATtlConfirmsATenureOfThatTtl() {
+    LeaseLock lock = registry1.obtain("renewed-ttl");
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", TTL)).isInstanceOf(IllegalStateException.class);
+    lock.lock();
+    registry1.renewLock("renewed-ttl", TTL);
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", Duration.ofSeconds(30)))
+        .as("a held lease keeps the TTL it was acquired with")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("cannot change");
+    assertThat(lock.checkAlive()).isTrue();
+    store.revoke("renewed-ttl");
+    await().atMost(Duration.ofSeconds(10)).until(() -> !lock.checkAlive());
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", TTL))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("lost");
+  }
+
+  @Test
   void expireUnusedForgetsOnlyUnlockedLocks() {
     LeaseLock held = registry1.obtain("kept");
     LeaseLock idle = registry1.obtain("dropped");

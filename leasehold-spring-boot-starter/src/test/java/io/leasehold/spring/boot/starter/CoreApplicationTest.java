@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.WebApplicationType;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -86,7 +86,7 @@ class CoreApplicationTest {
 
   @Autowired LeaseBackend backend;
   @Autowired LockProvider lockProvider;
-  @Autowired LockRegistry lockRegistry;
+  @Autowired LockRegistry<?> lockRegistry;
   @Autowired LeaseholdHealthIndicator health;
 
   @Test
