@@ -25,8 +25,11 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * confirms the tenure with the store and fails once it was lost, and the lock gives the tenure's
  * {@linkplain LeaseLock#fencingToken() fencing token}. Works with Spring's {@code
  * LockRegistryLeaderInitiator}, whose heartbeat is exactly such a reentrant {@code tryLock()}.
- * No renewal scheduler is needed ({@link #setRenewalTaskScheduler} keeps Spring's no-op): each
- * lease renews itself.
+ *
+ * <p>The locks are Spring Integration {@link org.springframework.integration.support.locks.DistributedLock
+ * DistributedLock}s: {@code lock(ttl)} and {@code tryLock(waitTime, ttl)} take a tenure with
+ * another TTL than the registry's (see {@link LeaseLock#lock(Duration)}). No renewal scheduler is
+ * needed ({@link #setRenewalTaskScheduler} keeps Spring's no-op): each lease renews itself.
  *
  * <p>Thread-safe. The registry owns no threads; the backend (owned by the caller) does the
  * renewing, and closing it releases every lease the registry took.
@@ -56,7 +59,10 @@ public final class LeaseholdLockRegistry
    *
    * @param backend where the leases live; the caller keeps owning it
    * @param settingsFor lease name ({@code namePrefix + key}) to its settings; the registry sets
-   *     {@code acquireRetries} to 0 itself, since it retries in {@code lock()} and {@code tryLock}
+   *     {@code acquireRetries} to 0 itself, since it retries in {@code lock()} and {@code tryLock}.
+   *     A {@code lock(ttl)} or {@code tryLock(waitTime, ttl)} with another TTL keeps the owner and
+   *     {@code maxClockDrift} of these settings, and the other timings follow from that TTL by
+   *     their defaults (a heartbeat or timeout chosen for one TTL may not fit another)
    * @param namePrefix what goes before each key to make the lease name; may be empty
    */
   public LeaseholdLockRegistry(
@@ -99,7 +105,9 @@ public final class LeaseholdLockRegistry
   /**
    * As {@link #renewLock(Object)}, for a caller that names the TTL it expects the tenure to have.
    * A held lease keeps the TTL it was acquired with: the store renews it by that TTL, and the
-   * lease renews itself, so the lock does not run out while this process lives.
+   * lease renews itself, so the lock does not run out while this process lives. To hold a lock
+   * with another TTL, take it with {@link LeaseLock#lock(Duration)} or {@link
+   * LeaseLock#tryLock(Duration, Duration)}.
    *
    * @param lockKey the key
    * @param ttl the tenure's TTL
@@ -115,7 +123,7 @@ public final class LeaseholdLockRegistry
     if (held != null && !held.equals(ttl)) {
       throw new IllegalArgumentException(
           "the lock at " + lockKey + " is held with a TTL of " + held + ", which a renewal"
-              + " cannot change to " + ttl);
+              + " cannot change to " + ttl + "; acquire it with lock(ttl) for another TTL");
     }
     confirmHeld(lock);
   }
@@ -151,8 +159,21 @@ public final class LeaseholdLockRegistry
     locks.values().removeIf(lock -> lock.retireIfUnused(now, ageNanos));
   }
 
-  Lease newLease(String leaseName) {
-    return backend.newLease(settingsFor.apply(leaseName).toBuilder().acquireRetries(0).build());
+  /**
+   * The settings of a tenure of {@code leaseName}: the registry's, or with {@code ttl} (null for
+   * the registry's own).
+   */
+  LeaseSettings settings(String leaseName, Duration ttl) {
+    LeaseSettings s = settingsFor.apply(leaseName);
+    LeaseSettings.Builder b =
+        ttl == null || ttl.equals(s.ttl())
+            ? s.toBuilder()
+            : LeaseSettings.builder(s.name(), s.owner()).ttl(ttl).maxClockDrift(s.maxClockDrift());
+    return b.acquireRetries(0).build();
+  }
+
+  Lease newLease(LeaseSettings settings) {
+    return backend.newLease(settings);
   }
 
   @Override
