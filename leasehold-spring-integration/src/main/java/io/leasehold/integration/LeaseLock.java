@@ -2,6 +2,7 @@ package io.leasehold.integration;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseSettings;
 import io.leasehold.Subscription;
 import java.time.Duration;
 import java.util.ConcurrentModificationException;
@@ -14,13 +15,13 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.dao.CannotAcquireLockException;
+import org.springframework.integration.support.locks.DistributedLock;
 
 /**
  * A lock of a {@link LeaseholdLockRegistry}: thread-owned and reentrant within the process, held
@@ -42,12 +43,19 @@ import org.springframework.dao.CannotAcquireLockException;
  *       expired key.</li>
  *   <li>A store whose answer is unknown (unreachable, timeout) makes an outermost acquisition
  *       throw {@link CannotAcquireLockException}, as Redis's and JDBC's registries do.</li>
+ *   <li>{@link #lock(Duration)} and {@link #tryLock(Duration, Duration)} (Spring Integration's
+ *       {@link DistributedLock}) take the tenure with that TTL instead of the registry's: how long
+ *       the store keeps the lock after this process stopped renewing it. The lease renews itself
+ *       while held, so the TTL does not bound how long the lock is held, only how soon another
+ *       process gets it after this one died. A tenure keeps the TTL of its outermost acquisition:
+ *       a nested one that asks for another TTL is refused with {@link
+ *       IllegalArgumentException}.</li>
  * </ul>
  *
  * <p>{@link #fencingToken()}, {@link #checkAlive()}, {@link #remaining()} and {@link
  * #onLost(Consumer)} may be called from any thread.
  */
-public final class LeaseLock implements Lock {
+public final class LeaseLock implements DistributedLock {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseLock.class);
 
@@ -95,9 +103,28 @@ public final class LeaseLock implements Lock {
 
   @Override
   public void lock() {
+    lockWith(null);
+  }
+
+  /**
+   * As {@link #lock()}, with a tenure whose lease has this TTL instead of the registry's; the
+   * lease's other timings follow from it by their defaults (see {@link
+   * LeaseholdLockRegistry#LeaseholdLockRegistry(io.leasehold.LeaseBackend, java.util.function.Function,
+   * String)}).
+   *
+   * @param ttl how long the store keeps the lock after this process stopped renewing it
+   * @throws IllegalArgumentException if the TTL is out of a lease's range (1 ms – 24 h), or this
+   *     thread holds the lock already with a tenure of another TTL
+   */
+  @Override
+  public void lock(Duration ttl) {
+    lockWith(Objects.requireNonNull(ttl, "ttl"));
+  }
+
+  private void lockWith(Duration ttl) {
     local.lock();
     try {
-      acquired(-1, false);
+      acquired(-1, false, ttl);
     } catch (InterruptedException e) {
       throw new AssertionError("an uninterruptible acquisition was interrupted", e);
     }
@@ -106,7 +133,7 @@ public final class LeaseLock implements Lock {
   @Override
   public void lockInterruptibly() throws InterruptedException {
     local.lockInterruptibly();
-    acquired(-1, true);
+    acquired(-1, true, null);
   }
 
   @Override
@@ -121,11 +148,31 @@ public final class LeaseLock implements Lock {
 
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-    long deadline = System.nanoTime() + unit.toNanos(time);
-    if (!local.tryLock(time, unit)) {
+    return tryLockWith(unit.toNanos(time), null);
+  }
+
+  /**
+   * As {@link #tryLock(long, TimeUnit)}, with a tenure whose lease has this TTL instead of the
+   * registry's; see {@link #lock(Duration)}.
+   *
+   * @param waitTime how long to keep trying while another holder has the lock
+   * @param ttl how long the store keeps the lock after this process stopped renewing it
+   * @return whether the lock was acquired within {@code waitTime}
+   * @throws InterruptedException if interrupted while waiting
+   * @throws IllegalArgumentException if the TTL is out of a lease's range (1 ms – 24 h), or this
+   *     thread holds the lock already with a tenure of another TTL
+   */
+  @Override
+  public boolean tryLock(Duration waitTime, Duration ttl) throws InterruptedException {
+    return tryLockWith(waitTime.toNanos(), Objects.requireNonNull(ttl, "ttl"));
+  }
+
+  private boolean tryLockWith(long waitNanos, Duration ttl) throws InterruptedException {
+    long deadline = System.nanoTime() + waitNanos;
+    if (!local.tryLock(waitNanos, TimeUnit.NANOSECONDS)) {
       return false;
     }
-    return acquired(Math.max(0, deadline - System.nanoTime()), true);
+    return acquired(Math.max(0, deadline - System.nanoTime()), true, ttl);
   }
 
   /**
@@ -133,11 +180,19 @@ public final class LeaseLock implements Lock {
    * takes a new one (outermost). On {@code false} or a throw, this call's local hold is undone.
    *
    * @param timeoutNanos how long to keep trying after the first answer, or -1 for ever
+   * @param ttl the TTL asked for, or null for the registry's
    */
-  private boolean acquired(long timeoutNanos, boolean interruptible) throws InterruptedException {
+  private boolean acquired(long timeoutNanos, boolean interruptible, Duration ttl)
+      throws InterruptedException {
     boolean ok = false;
     try {
       if (local.getHoldCount() > 1) {
+        Lease held = lease;
+        if (ttl != null && held != null && !held.settings().ttl().equals(ttl)) {
+          throw new IllegalArgumentException(
+              "lock " + key + " is held by this thread with a TTL of " + held.settings().ttl()
+                  + "; a nested acquisition cannot change it to " + ttl);
+        }
         ok = confirm();
         if (!ok) {
           dropHoldsAfterLoss();
@@ -148,7 +203,7 @@ public final class LeaseLock implements Lock {
         }
         return ok;
       }
-      ok = takeTenure(timeoutNanos, interruptible);
+      ok = takeTenure(timeoutNanos, interruptible, ttl);
       return ok;
     } finally {
       if (!ok && local.isHeldByCurrentThread()) {
@@ -158,7 +213,8 @@ public final class LeaseLock implements Lock {
   }
 
   /** Takes a new lease for the outermost hold, retrying while another holder has it. */
-  private boolean takeTenure(long timeoutNanos, boolean interruptible) throws InterruptedException {
+  private boolean takeTenure(long timeoutNanos, boolean interruptible, Duration ttl)
+      throws InterruptedException {
     synchronized (this) {
       if (droppedOwner == Thread.currentThread()) {
         droppedOwner = null; // a fresh start: the old holds were the caller's to forget
@@ -166,7 +222,7 @@ public final class LeaseLock implements Lock {
       }
     }
     long deadline = System.nanoTime() + timeoutNanos;
-    Lease l = holder();
+    Lease l = holder(registry.settings(leaseName, ttl));
     try {
       while (true) {
         Boolean granted = await(l.acquire(), l, interruptible);
@@ -203,9 +259,18 @@ public final class LeaseLock implements Lock {
     }
   }
 
-  private Lease holder() {
+  /**
+   * The holder for a tenure with these settings. A new TTL needs a new lease object (its settings
+   * are fixed), so the old one, which holds nothing now, is closed; a grant it may have had
+   * without hearing of it expires after its TTL.
+   */
+  private Lease holder(LeaseSettings settings) {
+    if (holder != null && !holder.settings().equals(settings)) {
+      holder.close();
+      holder = null;
+    }
     if (holder == null) {
-      Lease l = registry.newLease(leaseName);
+      Lease l = registry.newLease(settings);
       l.onLost(
         reason -> {
           lost = reason;
@@ -354,6 +419,12 @@ public final class LeaseLock implements Lock {
         Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /** {@return the TTL of the tenure held now, or null when none is} */
+  Duration heldTtl() {
+    Lease l = lease;
+    return l != null ? l.settings().ttl() : null;
   }
 
   /** {@return whether the current thread holds this lock} */

@@ -26,10 +26,16 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * {@linkplain LeaseLock#fencingToken() fencing token}. Works with Spring's {@code
  * LockRegistryLeaderInitiator}, whose heartbeat is exactly such a reentrant {@code tryLock()}.
  *
+ * <p>The locks are Spring Integration {@link org.springframework.integration.support.locks.DistributedLock
+ * DistributedLock}s: {@code lock(ttl)} and {@code tryLock(waitTime, ttl)} take a tenure with
+ * another TTL than the registry's (see {@link LeaseLock#lock(Duration)}). No renewal scheduler is
+ * needed ({@link #setRenewalTaskScheduler} keeps Spring's no-op): each lease renews itself.
+ *
  * <p>Thread-safe. The registry owns no threads; the backend (owned by the caller) does the
  * renewing, and closing it releases every lease the registry took.
  */
-public final class LeaseholdLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
+public final class LeaseholdLockRegistry
+    implements ExpirableLockRegistry<LeaseLock>, RenewableLockRegistry<LeaseLock> {
 
   private final LeaseBackend backend;
   private final Function<String, LeaseSettings> settingsFor;
@@ -53,7 +59,10 @@ public final class LeaseholdLockRegistry implements ExpirableLockRegistry, Renew
    *
    * @param backend where the leases live; the caller keeps owning it
    * @param settingsFor lease name ({@code namePrefix + key}) to its settings; the registry sets
-   *     {@code acquireRetries} to 0 itself, since it retries in {@code lock()} and {@code tryLock}
+   *     {@code acquireRetries} to 0 itself, since it retries in {@code lock()} and {@code tryLock}.
+   *     A {@code lock(ttl)} or {@code tryLock(waitTime, ttl)} with another TTL keeps the owner and
+   *     {@code maxClockDrift} of these settings, and the other timings follow from that TTL by
+   *     their defaults (a heartbeat or timeout chosen for one TTL may not fit another)
    * @param namePrefix what goes before each key to make the lease name; may be empty
    */
   public LeaseholdLockRegistry(
@@ -90,10 +99,45 @@ public final class LeaseholdLockRegistry implements ExpirableLockRegistry, Renew
    */
   @Override
   public void renewLock(Object lockKey) {
+    confirmHeld(heldByCurrentThread(lockKey));
+  }
+
+  /**
+   * As {@link #renewLock(Object)}, for a caller that names the TTL it expects the tenure to have.
+   * A held lease keeps the TTL it was acquired with: the store renews it by that TTL, and the
+   * lease renews itself, so the lock does not run out while this process lives. To hold a lock
+   * with another TTL, take it with {@link LeaseLock#lock(Duration)} or {@link
+   * LeaseLock#tryLock(Duration, Duration)}.
+   *
+   * @param lockKey the key
+   * @param ttl the tenure's TTL
+   * @throws IllegalStateException if the current thread does not hold the lock, or its lease was
+   *     lost
+   * @throws IllegalArgumentException if the tenure was acquired with another TTL
+   */
+  @Override
+  public void renewLock(Object lockKey, Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    LeaseLock lock = heldByCurrentThread(lockKey);
+    Duration held = lock.heldTtl();
+    if (held != null && !held.equals(ttl)) {
+      throw new IllegalArgumentException(
+          "the lock at " + lockKey + " is held with a TTL of " + held + ", which a renewal"
+              + " cannot change to " + ttl + "; acquire it with lock(ttl) for another TTL");
+    }
+    confirmHeld(lock);
+  }
+
+  private LeaseLock heldByCurrentThread(Object lockKey) {
     LeaseLock lock = lockKey instanceof String key ? locks.get(key) : null;
     if (lock == null || !lock.isHeldByCurrentThread()) {
       throw new IllegalStateException("the current thread does not hold the lock at " + lockKey);
     }
+    return lock;
+  }
+
+  private static void confirmHeld(LeaseLock lock) {
+    Object lockKey = lock.key();
     if (!lock.confirm()) {
       throw new IllegalStateException(
           "the lease of lock " + lockKey + " was lost; the integrity of data protected by this"
@@ -115,8 +159,21 @@ public final class LeaseholdLockRegistry implements ExpirableLockRegistry, Renew
     locks.values().removeIf(lock -> lock.retireIfUnused(now, ageNanos));
   }
 
-  Lease newLease(String leaseName) {
-    return backend.newLease(settingsFor.apply(leaseName).toBuilder().acquireRetries(0).build());
+  /**
+   * The settings of a tenure of {@code leaseName}: the registry's, or with {@code ttl} (null for
+   * the registry's own).
+   */
+  LeaseSettings settings(String leaseName, Duration ttl) {
+    LeaseSettings s = settingsFor.apply(leaseName);
+    LeaseSettings.Builder b =
+        ttl == null || ttl.equals(s.ttl())
+            ? s.toBuilder()
+            : LeaseSettings.builder(s.name(), s.owner()).ttl(ttl).maxClockDrift(s.maxClockDrift());
+    return b.acquireRetries(0).build();
+  }
+
+  Lease newLease(LeaseSettings settings) {
+    return backend.newLease(settings);
   }
 
   @Override

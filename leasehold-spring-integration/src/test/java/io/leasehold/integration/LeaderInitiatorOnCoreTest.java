@@ -238,10 +238,10 @@ class LeaderInitiatorOnCoreTest {
     public void onRevoked(Context ctx) {}
 
     /** The registry as the frozen process's threads see it: every lock call waits for the thaw. */
-    private final class Freezable implements LockRegistry {
-      private final LockRegistry registry;
+    private final class Freezable implements LockRegistry<Lock> {
+      private final LockRegistry<?> registry;
 
-      Freezable(LockRegistry registry) {
+      Freezable(LockRegistry<?> registry) {
         this.registry = registry;
       }
 

@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import io.leasehold.LeaseLost;
 import io.leasehold.memory.MemoryBackend;
 import io.leasehold.memory.MemoryStore;
+import io.leasehold.memory.StoredLease;
 import java.time.Duration;
 import java.util.ConcurrentModificationException;
 import java.util.List;
@@ -169,6 +170,81 @@ class LeaseholdLockRegistryTest {
     assertThatThrownBy(() -> registry1.renewLock("renewed"))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("lost");
+  }
+
+  @Test
+  void renewLockWithATtlConfirmsATenureOfThatTtl() {
+    LeaseLock lock = registry1.obtain("renewed-ttl");
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", TTL)).isInstanceOf(IllegalStateException.class);
+    lock.lock();
+    registry1.renewLock("renewed-ttl", TTL);
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", Duration.ofSeconds(30)))
+        .as("a held lease keeps the TTL it was acquired with")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("lock(ttl)");
+    assertThat(lock.checkAlive()).isTrue();
+    store.revoke("renewed-ttl");
+    await().atMost(Duration.ofSeconds(10)).until(() -> !lock.checkAlive());
+    assertThatThrownBy(() -> registry1.renewLock("renewed-ttl", TTL))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("lost");
+  }
+
+  @Test
+  void aLockTakenWithATtlIsKeptByTheStoreForThatTtl() throws Exception {
+    LeaseLock lock = registry1.obtain("long-ttl");
+    lock.lock(Duration.ofSeconds(30));
+    assertThat(store.lookup("long-ttl").map(StoredLease::expiresIn).orElseThrow())
+        .as("the store's record lives by the TTL asked for, not the registry's")
+        .isGreaterThan(TTL);
+    assertThat(registry2.obtain("long-ttl").tryLock(Duration.ofMillis(100), Duration.ofSeconds(5)))
+        .as("another process is refused")
+        .isFalse();
+    registry1.renewLock("long-ttl", Duration.ofSeconds(30));
+    lock.unlock();
+    assertThat(store.lookup("long-ttl")).as("released").isEmpty();
+
+    assertThat(registry2.obtain("long-ttl").tryLock(Duration.ofSeconds(5), Duration.ofSeconds(20))).isTrue();
+    assertThat(store.lookup("long-ttl").map(StoredLease::expiresIn).orElseThrow())
+        .isGreaterThan(Duration.ofSeconds(10));
+    registry2.obtain("long-ttl").unlock();
+
+    lock.lock();
+    assertThat(store.lookup("long-ttl").map(StoredLease::expiresIn).orElseThrow())
+        .as("a plain lock() takes the registry's TTL again")
+        .isLessThanOrEqualTo(TTL);
+    lock.unlock();
+  }
+
+  @Test
+  void aNestedAcquisitionKeepsTheTenuresTtl() throws Exception {
+    LeaseLock lock = registry1.obtain("nested-ttl");
+    lock.lock(Duration.ofSeconds(30));
+    long token = lock.fencingToken().orElseThrow();
+    assertThatThrownBy(() -> lock.lock(Duration.ofSeconds(5)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("nested");
+    assertThat(lock.tryLock(Duration.ZERO, Duration.ofSeconds(30))).as("the same TTL: reentrant").isTrue();
+    assertThat(lock.tryLock()).as("no TTL asked: reentrant").isTrue();
+    assertThat(lock.fencingToken()).hasValue(token);
+    lock.unlock();
+    lock.unlock();
+    assertThat(lock.checkAlive()).as("the refused acquisition took no hold").isTrue();
+    lock.unlock();
+    assertThat(lock.isHeldByCurrentThread()).isFalse();
+    assertThat(store.lookup("nested-ttl")).isEmpty();
+  }
+
+  @Test
+  void aTtlOutOfALeasesRangeIsRefusedAndTakesNoHold() {
+    LeaseLock lock = registry1.obtain("bad-ttl");
+    assertThatThrownBy(() -> lock.lock(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ttl");
+    assertThatThrownBy(() -> lock.tryLock(Duration.ZERO, Duration.ofHours(25)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("ttl");
+    assertThat(lock.isHeldByCurrentThread()).isFalse();
+    assertThat(lock.tryLock()).as("usable afterwards").isTrue();
+    lock.unlock();
   }
 
   @Test

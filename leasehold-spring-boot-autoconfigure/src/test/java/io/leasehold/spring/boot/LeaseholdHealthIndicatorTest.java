@@ -12,8 +12,8 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -95,8 +95,8 @@ class LeaseholdHealthIndicatorTest {
   }
 
   @Test
-  void noIndicatorWithoutActuator() { // neither of its two jars: the whole package hidden
-    withMemory.withClassLoader(new FilteredClassLoader("org.springframework.boot.actuate")).run(ctx -> {
+  void noIndicatorWithoutActuator() { // Boot's health jar, which Actuator brings, hidden whole
+    withMemory.withClassLoader(new FilteredClassLoader("org.springframework.boot.health")).run(ctx -> {
       assertThat(ctx).hasNotFailed();
       assertThat(ctx).doesNotHaveBean(LeaseholdHealthIndicator.class);
       assertThat(ctx).hasSingleBean(LeaseBackend.class);

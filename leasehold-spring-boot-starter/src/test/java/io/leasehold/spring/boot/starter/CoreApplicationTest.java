@@ -28,8 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.WebApplicationType;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.health.registry.HealthContributorRegistry;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -86,8 +87,9 @@ class CoreApplicationTest {
 
   @Autowired LeaseBackend backend;
   @Autowired LockProvider lockProvider;
-  @Autowired LockRegistry lockRegistry;
+  @Autowired LockRegistry<?> lockRegistry;
   @Autowired LeaseholdHealthIndicator health;
+  @Autowired HealthContributorRegistry healthContributors;
 
   @Test
   void theApplicationLocksOnTheCoreAndReleasesOnShutdown() {
@@ -120,6 +122,9 @@ class CoreApplicationTest {
     // The probe is a linearizable read on the core: UP only when a majority answers.
     Health up = await().atMost(Duration.ofSeconds(30)).until(health::health, h -> h.getStatus().equals(Status.UP));
     assertThat(up.getDetails()).containsEntry("kind", "leasehold").containsKey("leasesHeld");
+    assertThat(healthContributors.getContributor("leasehold"))
+        .as("Boot's health registry names it leasehold: /actuator/health/leasehold")
+        .isSameAs(health);
   }
 
   @Test
