@@ -208,10 +208,8 @@ public final class CoreBackend implements LeaseBackend {
     watch.sessionsChanged();
   }
 
-  private void sessionEnded(long sessionId) {
-    store.sessionEnded(
-        sessionId,
-        (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.EXPIRED, "the core expired this process's session")));
+  private void sessionEnded(long sessionId, LeaseLost why) {
+    store.sessionEnded(sessionId, (token, h) -> report(h.holder(), token, why));
   }
 
   private void tenureRevoked(io.leasehold.core.proto.RevokedTenure revoked) {

@@ -144,8 +144,9 @@ final class CoreLeaseStore implements LeaseStore {
     Sessions.Session session = h == null ? null : h.session();
     if (session == null || session.ended) {
       held.remove(tenure.token());
+      LeaseLost why = session == null ? null : session.endedBecause;
       return CompletableFuture.completedFuture(
-          new RenewResult.Lost(new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease ended")));
+          new RenewResult.Lost(why != null ? why : new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease ended")));
     }
     // A keep-alive the leader confirmed within the last interval answers for this renewal. Its
     // reply listed the session's revoked tenures, which ended here at once; one revoked since is
@@ -159,8 +160,9 @@ final class CoreLeaseStore implements LeaseStore {
             alive -> {
               if (!alive) {
                 held.remove(tenure.token());
+                LeaseLost why = session.endedBecause;
                 return new RenewResult.Lost(
-                    new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease expired"));
+                    why != null ? why : new LeaseLost(LeaseLost.Kind.EXPIRED, "the core's session for this lease expired"));
               }
               if (!held.containsKey(tenure.token())) {
                 return revokedAnswer(tenure); // the round's reply listed it as revoked

@@ -1,6 +1,7 @@
 package io.leasehold.client;
 
 import io.grpc.stub.StreamObserver;
+import io.leasehold.LeaseLost;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.Scheduler;
 import io.leasehold.Ticker;
@@ -20,8 +21,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,6 +58,8 @@ final class Sessions implements AutoCloseable {
     /** Ticker reading when the latest confirmed keep-alive (or the grant) was sent. */
     volatile long confirmedSentAt;
     volatile boolean ended;
+    /** Why it ended, once it did. */
+    volatile LeaseLost endedBecause;
     /** No new acquires on it; kept alive only while pinned. */
     volatile boolean retired;
     /** Tenures the engine believes in on this session, plus acquires in flight on it. */
@@ -86,7 +89,13 @@ final class Sessions implements AutoCloseable {
   private final Ticker ticker;
   private final Scheduler timers;
   private final String owner;
-  private final LongConsumer onSessionEnded;
+  private final BiConsumer<Long, LeaseLost> onSessionEnded;
+  /**
+   * The identity of the cluster the keep-alives were answered by (null until one answered with
+   * one). Another one means another cluster (one restored from a backup, at the same addresses):
+   * nothing it confirms says anything about the sessions of the first.
+   */
+  private volatile String clusterId;
   private final Consumer<RevokedTenure> onRevoked;
   /** The session new acquires of each TTL use. */
   private final Map<Long, Session> byTtl = new ConcurrentHashMap<>();
@@ -111,7 +120,7 @@ final class Sessions implements AutoCloseable {
       String owner,
       Duration roundTimeout,
       Runnable onGranted,
-      LongConsumer onSessionEnded,
+      BiConsumer<Long, LeaseLost> onSessionEnded,
       Consumer<RevokedTenure> onRevoked) {
     this.roundTimeoutNanos = roundTimeout.toNanos();
     this.onGranted = onGranted;
@@ -307,6 +316,30 @@ final class Sessions implements AutoCloseable {
       }
       // Older rounds still unanswered will not be: this stream answers in order.
       sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
+      String answeredBy = response.getClusterId();
+      if (!answeredBy.isEmpty()) {
+        String known = clusterId;
+        if (known != null && !known.equals(answeredBy)) {
+          // Another cluster answers at these addresses (restored from a backup): its "alive" is
+          // about sessions of its own history, not ours. Every session ends here, and with it
+          // every tenure on it; new ones are made on the new cluster.
+          log.warn(
+              "the core at {} is another cluster now (identity {}, was {}: restored from a backup?); ending"
+                  + " every session of this process and the leases held on them",
+              client.endpoints(), answeredBy, known);
+          clusterId = answeredBy;
+          LeaseLost why =
+              new LeaseLost(
+                  LeaseLost.Kind.INCONSISTENT,
+                  "the core is another cluster now (identity " + answeredBy + ", was " + known
+                      + "): restored from a backup, it may not know this tenure");
+          for (Session s : all()) {
+            end(s, why);
+          }
+          return;
+        }
+        clusterId = answeredBy;
+      }
       // Tenures an operator revoked end before the renewals this round answers are settled.
       for (int i = 0; i < response.getRevokedCount(); i++) {
         onRevoked.accept(response.getRevoked(i));
@@ -318,7 +351,7 @@ final class Sessions implements AutoCloseable {
           }
           settle(s, true);
         } else if (response.getGoneList().contains(s.id)) {
-          end(s);
+          end(s, EXPIRED);
         }
       }
     }
@@ -358,16 +391,20 @@ final class Sessions implements AutoCloseable {
     s.nextRound.getAndSet(new CompletableFuture<>()).complete(alive);
   }
 
-  private void end(Session s) {
+  private static final LeaseLost EXPIRED =
+      new LeaseLost(LeaseLost.Kind.EXPIRED, "the core expired this process's session");
+
+  private void end(Session s, LeaseLost why) {
     if (s.ended) {
       return;
     }
     s.ended = true;
+    s.endedBecause = why;
     byTtl.remove(s.ttlMillis, s);
     retired.remove(s);
-    log.info("session {} ended in the core (expired or revoked); its leases are lost", s.id);
+    log.info("session {} ended ({}); its leases are lost", s.id, why.detail());
     settle(s, false);
-    onSessionEnded.accept(s.id);
+    onSessionEnded.accept(s.id, why);
   }
 
   /** {@return the ids of the sessions granted and not ended, retired ones still kept included} */
@@ -390,7 +427,7 @@ final class Sessions implements AutoCloseable {
 
   /** The core said this session is gone (a call named it unknown). */
   void ended(Session s) {
-    end(s);
+    end(s, EXPIRED);
   }
 
   /**

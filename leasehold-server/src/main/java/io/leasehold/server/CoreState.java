@@ -174,6 +174,16 @@ public final class CoreState {
    * ({@link AccessControl}) without it.
    */
   private volatile AclTable acl = AclTable.OFF;
+  /**
+   * The cluster's identity: empty until a leader's Quiet proposes one (the first taken wins), and
+   * again after a restore, so that a restored cluster gets one of its own. Keep-alive answers carry
+   * it; a client that sees it change knows it talks to another cluster.
+   */
+  private String clusterId = "";
+  /** A restore happened and no identity was taken since: the next one closes the names a while. */
+  private boolean restored;
+  /** Cluster time before which no name is granted (a restored cluster's closed period); 0: none. */
+  private long grantsFromMillis;
   /** Live sessions per granting identity (stored form), for --max-sessions-per-identity. */
   private final Map<String, Integer> sessionsPerIdentity = new HashMap<>();
 
@@ -403,6 +413,17 @@ public final class CoreState {
 
   /** A new leader's mark: every session up to the given id not heard since then is quiet. */
   private Applied quiet(long term, Quiet quiet) {
+    if (clusterId.isEmpty() && !quiet.getClusterId().isEmpty()) {
+      // Whatever the term: the identity is not a leader-only decision, only the first one counts.
+      clusterId = quiet.getClusterId();
+      if (restored) {
+        // The old cluster's holders may still be working on names this state has as free (taken
+        // after the backup): none is granted until the longest session TTL has passed since this
+        // cluster's first leader took over, by when every such holder's deadline has passed.
+        grantsFromMillis = clockMillis + longestSessionTtlMillis();
+        restored = false;
+      }
+    }
     if (quiet.getTerm() != term) {
       // Decided by a leader that has since been deposed; only the leader of a term may.
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
@@ -652,7 +673,10 @@ public final class CoreState {
     KeyValue current = keys.get(key);
     AcquireResponse.Builder response = AcquireResponse.newBuilder();
     KeyValue tombstone = current == null ? revokedLeases.get(key) : null;
-    String refusedBy = refusingHolder(current, tombstone, acquire);
+    String refusedBy = closedSinceRestore();
+    if (refusedBy == null) {
+      refusedBy = refusingHolder(current, tombstone, acquire);
+    }
     if (refusedBy != null) {
       response.setAcquired(false).setHolder(refusedBy);
       return new Applied(ok(response.build().toByteString()), events, NONE);
@@ -1029,9 +1053,47 @@ public final class CoreState {
    * either way); null when only the log can decide}
    */
   synchronized String refusingHolder(AcquireRequest acquire) {
+    String closed = closedSinceRestore();
+    if (closed != null) {
+      return closed;
+    }
     String key = LEASE_PREFIX + acquire.getName();
     KeyValue current = keys.get(key);
     return refusingHolder(current, current == null ? revokedLeases.get(key) : null, acquire);
+  }
+
+  /**
+   * {@return the "holder" that refuses every acquire while a restored cluster keeps its names
+   * closed (a holder of the cluster before the restore may still be working); null otherwise}
+   */
+  private String closedSinceRestore() {
+    if (clockMillis >= grantsFromMillis) {
+      return null;
+    }
+    return "(a holder from before this cluster's restore, until " + (grantsFromMillis - clockMillis) + " ms from now)";
+  }
+
+  private long longestSessionTtlMillis() {
+    long longest = 0;
+    for (Session s : sessions.values()) {
+      longest = Math.max(longest, s.ttlMillis);
+    }
+    return longest;
+  }
+
+  /** {@return the cluster's identity; empty until its first leader took one} */
+  synchronized String clusterId() {
+    return clusterId;
+  }
+
+  /**
+   * After a restore from a backup: the backup's identity is the old cluster's, so it goes, and
+   * the identity the first leader proposes also closes every name for a while (see {@link #quiet}).
+   */
+  synchronized void markRestored() {
+    clusterId = "";
+    restored = true;
+    grantsFromMillis = 0;
   }
 
   synchronized boolean hasSession(long sessionId) {
@@ -1207,6 +1269,7 @@ public final class CoreState {
     SnapshotBody.Builder body =
         SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
     body.setAclRoot(acl.root()).addAllAclEntries(acl.entries());
+    body.setClusterId(clusterId).setRestored(restored).setGrantsFromMillis(grantsFromMillis);
     for (Session s : sessions.values()) {
       SessionRecord.Builder record =
           SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked).setIdentity(s.identity);
@@ -1283,6 +1346,9 @@ public final class CoreState {
     // Older snapshots have no ACL section: access control off, as it was.
     acl = AclTable.of(body.getAclRoot(), body.getAclEntriesList());
     lastSessionId = body.getLastSessionId();
+    clusterId = body.getClusterId();
+    restored = body.getRestored();
+    grantsFromMillis = body.getGrantsFromMillis();
     for (SessionRecord r : body.getSessionsList()) {
       Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis(), r.getIdentity());
       if (r.hasQuietSinceMillis()) {

@@ -224,6 +224,7 @@ final class LeaseStateMachine extends BaseStateMachine {
   private void writeRestoredSnapshot() throws IOException {
     state.readSnapshot(new java.io.ByteArrayInputStream(restore.body()));
     state.bumpRevision(restoreBump);
+    state.markRestored(); // another cluster: its first leader gives it an identity of its own
     TermIndex first = TermIndex.valueOf(0, 0);
     File file = storage.getSnapshotFile(first.getTerm(), first.getIndex());
     writeSnapshotFile(file, first);
@@ -448,7 +449,8 @@ final class LeaseStateMachine extends BaseStateMachine {
           new IOException("not the leader; keep-alives count only on the leader"));
     }
     long term = d.getInfo().getCurrentTerm();
-    KeepAliveResponse.Builder response = KeepAliveResponse.newBuilder().setSequence(request.getSequence());
+    KeepAliveResponse.Builder response =
+        KeepAliveResponse.newBuilder().setSequence(request.getSequence()).setClusterId(state.clusterId());
     Map<Long, Long> quiet = null;
     for (long id : request.getSessionIdsList()) {
       // The state also lists the session's revoked tenures, so that a holder whose watch is

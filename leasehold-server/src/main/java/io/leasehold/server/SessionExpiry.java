@@ -68,6 +68,11 @@ final class SessionExpiry {
   /** The Quiet entry of the armed term, until it is applied. */
   private volatile Command quietToWrite;
   private long lastClockTickNanos;
+  /**
+   * The identity this node proposes for the cluster in its Quiet entries; the state takes the
+   * first one applied while it has none (a new cluster, or one restored from a backup).
+   */
+  private final String clusterIdProposal = java.util.UUID.randomUUID().toString();
   private boolean clockTicked;
 
   /**
@@ -158,7 +163,12 @@ final class SessionExpiry {
     log.info("node {}: leads term {}; re-armed {} sessions, quiet since cluster time {} ms", node, term, keeper.size(), sinceMillis);
     Command quiet =
         Command.newBuilder()
-            .setQuiet(Quiet.newBuilder().setTerm(term).setSinceMillis(sinceMillis).setMaxSessionId(maxSessionId))
+            .setQuiet(
+                Quiet.newBuilder()
+                    .setTerm(term)
+                    .setSinceMillis(sinceMillis)
+                    .setMaxSessionId(maxSessionId)
+                    .setClusterId(clusterIdProposal))
             .build();
     quietToWrite = quiet;
     write(quiet, () -> quietToWrite = null);

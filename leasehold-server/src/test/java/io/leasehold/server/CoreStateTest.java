@@ -330,6 +330,52 @@ class CoreStateTest {
     assertThat(state.revision()).as("nothing applied twice").isEqualTo(revision);
   }
 
+  private CoreState.Applied quietProposing(String clusterId) {
+    return apply(Command.newBuilder().setQuiet(Quiet.newBuilder().setTerm(term).setSinceMillis(0).setClusterId(clusterId)).build());
+  }
+
+  @Test
+  void theFirstProposedClusterIdentityIsTakenAndKeptBySnapshots() throws IOException {
+    assertThat(state.clusterId()).isEmpty();
+    quietProposing("cluster-a");
+    term++;
+    quietProposing("cluster-b"); // a later leader's proposal
+
+    assertThat(state.clusterId()).isEqualTo("cluster-a");
+    assertThat(copyOf(state).clusterId()).isEqualTo("cluster-a");
+  }
+
+  /**
+   * A cluster restored from a backup is another cluster: it takes an identity of its own, and
+   * until the longest session TTL has passed it grants no name, since a holder of the old cluster
+   * (a tenure taken after the backup, so free here) may still be working.
+   */
+  @Test
+  void aRestoredStateTakesANewIdentityAndGrantsNoNameForTheLongestSessionTtl() throws IOException {
+    applyAt(1_000, Command.newBuilder().setQuiet(Quiet.newBuilder().setTerm(term).setClusterId("old")).build());
+    CallId grantCall = call();
+    CoreState.Applied granted =
+        applyAt(1_000, Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(grantCall).setOwner("o").setTtlMillis(5_000)).build());
+    long session = GrantResponse.parseFrom(granted.reply().getOk()).getSessionId();
+    CoreState restored = copyOf(state); // the backup
+    restored.markRestored();
+    assertThat(restored.clusterId()).as("not the old cluster's").isEmpty();
+
+    restored.apply(++index, term, Command.newBuilder().setStampMillis(2_000)
+        .setQuiet(Quiet.newBuilder().setTerm(term).setClusterId("new")).build());
+    assertThat(restored.clusterId()).isEqualTo("new");
+    AcquireRequest acquire = acquireRequest("job", "a#1", 1, session);
+    assertThat(restored.refusingHolder(acquire)).as("the leader's read").contains("before this cluster's restore");
+    CoreState.Applied refused =
+        restored.apply(++index, term, Command.newBuilder().setStampMillis(6_999).setAcquire(acquire.toBuilder().setCall(call())).build());
+    assertThat(AcquireResponse.parseFrom(refused.reply().getOk()).getAcquired()).as("4,999 ms after").isFalse();
+    assertThat(copyOf(restored).refusingHolder(acquire)).as("kept by snapshots").isNotNull();
+
+    CoreState.Applied taken =
+        restored.apply(++index, term, Command.newBuilder().setStampMillis(7_000).setAcquire(acquire.toBuilder().setCall(call())).build());
+    assertThat(AcquireResponse.parseFrom(taken.reply().getOk()).getAcquired()).as("a TTL after").isTrue();
+  }
+
   private record KeyValueView(long session, long token) {}
 
   private KeyValueView leaseKey(String name) {
