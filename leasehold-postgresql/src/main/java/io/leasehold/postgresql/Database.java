@@ -101,6 +101,18 @@ final class Database implements AutoCloseable {
     return t;
   }
 
+  /**
+   * Starts opening every connection now, without waiting, so that a first acquire finds them
+   * ready: a connection's set-up (TCP, TLS, SCRAM, the checks) costs more than one statement.
+   * Failures are left to the calls, which open again.
+   */
+  void warm() {
+    for (int i = 0; i < uri.connections(); i++) {
+      work("connecting", 10_000, c -> null);
+    }
+    beat("connecting", 10_000, c -> null);
+  }
+
   String schema() {
     return uri.schema();
   }

@@ -64,12 +64,13 @@ public final class PostgresBackend implements LeaseBackend {
     this.db = new Database(uri, password);
     this.leases = new OpenLeases(uri.canonical());
     this.store = new PostgresLeaseStore(uri.canonical(), db, runtime, leases);
+    db.warm();
   }
 
   /**
-   * Opens a backend with its own timer and callback threads. Connects lazily: a database that
-   * cannot be reached now makes the first acquires fail, not the open ({@link #connected()}
-   * tells early).
+   * Opens a backend with its own timer and callback threads. Starts connecting without waiting: a
+   * database that cannot be reached now makes the first acquires fail, not the open ({@link
+   * #connected()} tells early).
    *
    * @param uri {@code postgresql://host[:port][,host[:port]...]/database[?schema=NAME&user=NAME
    *     &password-file=FILE&sslmode=MODE&sslrootcert=FILE&create-schema=true|false&connections=N]}

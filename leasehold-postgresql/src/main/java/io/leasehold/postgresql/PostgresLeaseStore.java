@@ -205,7 +205,11 @@ final class PostgresLeaseStore implements LeaseStore {
 
   /** Makes sure leases of {@code ttl} have a slot that beats at least every {@code heartbeat}. */
   void register(Duration ttl, Duration heartbeat, Duration timeout) {
-    slots.computeIfAbsent(ttl.toMillis(), Slot::new).use(heartbeat, timeout);
+    Slot slot = slots.computeIfAbsent(ttl.toMillis(), Slot::new);
+    slot.use(heartbeat, timeout);
+    // Opened now, so that the first acquire is one statement; a failure is left to the acquire,
+    // which opens again.
+    slot.session();
   }
 
   /** For tests and warm-up: opens the session of {@code ttl} now. */
