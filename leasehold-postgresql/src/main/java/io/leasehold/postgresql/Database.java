@@ -81,8 +81,11 @@ final class Database implements AutoCloseable {
       properties.setProperty("sslrootcert", uri.sslRootCert().toString());
     }
     properties.setProperty("ApplicationName", "leasehold");
-    // Several hosts: the primary among them, as libpq's target_session_attrs=read-write.
-    properties.setProperty("targetServerType", "primary");
+    // Several hosts: the primary among them, as libpq's target_session_attrs=read-write. With one
+    // host the backend's own check below says more plainly why a replica is refused.
+    if (uri.hosts().size() > 1) {
+      properties.setProperty("targetServerType", "primary");
+    }
     // Unnamed statements only: nothing a transaction-mode pooler could hand to another client.
     properties.setProperty("prepareThreshold", "0");
     properties.setProperty("connectTimeout", "5");
@@ -316,7 +319,10 @@ final class Database implements AutoCloseable {
   LeaseException failure(String what, SQLException e) {
     String state = e.getSQLState();
     String detail = e.getMessage();
-    if ("25006".equals(state)) {
+    if (detail != null && detail.contains("targetServerType")) {
+      detail = "none of the hosts " + uri.hosts() + " is a writable primary (each is read-only, a"
+          + " replica in recovery, or unreachable): " + detail;
+    } else if ("25006".equals(state)) {
       detail += " — the server is read-only (a replica?); leases need the writable primary";
     } else if ("28P01".equals(state) || "28000".equals(state)) {
       detail += " — check user, password-file, PGPASSFILE and pg_hba.conf";

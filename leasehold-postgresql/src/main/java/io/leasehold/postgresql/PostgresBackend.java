@@ -230,6 +230,11 @@ public final class PostgresBackend implements LeaseBackend {
     return store.warmUp(settings.ttl());
   }
 
+  /** {@return the lease store, for tests that drive the SPI directly} */
+  PostgresLeaseStore store() {
+    return store;
+  }
+
   /** {@return the schema this backend's tables are in} */
   public String schema() {
     return uri.schema();
