@@ -142,21 +142,37 @@ final class Database implements AutoCloseable {
     return result;
   }
 
+  /**
+   * Runs a call; once more on a new connection if the one it found was broken — after a server
+   * restart every idle connection is, and its first statement fails with 57P01 or 08006. Every
+   * call of the store may run twice: each is idempotent by design (an acquire by its request id,
+   * a release by its token, a heartbeat by its session), which is also what makes a retry after a
+   * lost answer safe.
+   */
   private <T> void run(CompletableFuture<T> result, String what, long timeoutMillis, Call<T> call) {
-    Connection c = null;
-    try {
-      c = connection(timeoutMillis);
-      c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, timeoutMillis));
-      result.complete(call.run(c));
-    } catch (SQLException e) {
-      if (c != null && broken(c, e)) {
-        drop(c);
+    for (int attempt = 1; ; attempt++) {
+      Connection c = null;
+      boolean fresh = connection.get() == null;
+      try {
+        c = connection(timeoutMillis);
+        c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, timeoutMillis));
+        result.complete(call.run(c));
+        return;
+      } catch (SQLException e) {
+        boolean broken = c != null && broken(c, e);
+        if (broken) {
+          drop(c);
+        }
+        if (broken && !fresh && attempt == 1 && !closed) {
+          log.debug("A connection to {} was broken ({}); {} again on a new one", name, e.getSQLState(), what);
+          continue;
+        }
+        result.completeExceptionally(failure(what, e));
+        return;
+      } catch (RuntimeException | Error e) {
+        result.completeExceptionally(e);
+        return;
       }
-      result.completeExceptionally(failure(what, e));
-    } catch (LeaseException e) {
-      result.completeExceptionally(e);
-    } catch (RuntimeException | Error e) {
-      result.completeExceptionally(e);
     }
   }
 
@@ -293,7 +309,8 @@ final class Database implements AutoCloseable {
 
   private static boolean broken(Connection c, SQLException e) {
     String state = e.getSQLState();
-    if (state != null && state.startsWith("08")) {
+    // 08: connection exceptions; 57P01-57P03: the server shut down or restarts.
+    if (state != null && (state.startsWith("08") || state.startsWith("57P"))) {
       return true;
     }
     try {
