@@ -202,6 +202,38 @@ final class Database implements AutoCloseable {
     return c;
   }
 
+  /**
+   * Opens a connection of its own, checked as every other, for a caller that keeps it (the
+   * observers' {@code LISTEN}); the caller closes it.
+   */
+  Connection openOwn() throws SQLException {
+    if (closed) {
+      throw new LeaseStoreUnavailableException(name + ": the backend is closed", null);
+    }
+    Connection c = driver.connect(uri.jdbcUrl(), properties);
+    if (c == null) {
+      throw new SQLException("the PostgreSQL driver does not accept " + uri.jdbcUrl());
+    }
+    try {
+      c.setNetworkTimeout(Runnable::run, 5_000);
+      refuseReadOnly(c);
+      ensureSchema(c);
+      c.setNetworkTimeout(Runnable::run, 0);
+    } catch (SQLException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  boolean isClosed() {
+    return closed;
+  }
+
+  String name() {
+    return name;
+  }
+
   /** A replica (or a server or database set read-only) cannot hold leases: say so plainly. */
   private void refuseReadOnly(Connection c) throws SQLException {
     try (Statement s = c.createStatement();

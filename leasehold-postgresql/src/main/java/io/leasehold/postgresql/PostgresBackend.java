@@ -2,9 +2,13 @@ package io.leasehold.postgresql;
 
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
+import io.leasehold.LeaseObserver;
 import io.leasehold.LeaseSettings;
+import io.leasehold.LeaseState;
+import io.leasehold.Subscription;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
+import io.leasehold.spi.OpenObservations;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -56,6 +60,8 @@ public final class PostgresBackend implements LeaseBackend {
   private final OpenLeases leases;
   private final PostgresLeaseStore store;
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final OpenObservations observations = new OpenObservations();
+  private final PostgresObservation.Listener listener;
 
   private PostgresBackend(PostgresUri uri, char[] password, LeaseRuntime runtime, boolean ownsRuntime) {
     this.uri = uri;
@@ -64,6 +70,7 @@ public final class PostgresBackend implements LeaseBackend {
     this.db = new Database(uri, password);
     this.leases = new OpenLeases(uri.canonical());
     this.store = new PostgresLeaseStore(uri.canonical(), db, runtime, leases);
+    this.listener = new PostgresObservation.Listener(db);
     db.warm();
   }
 
@@ -213,6 +220,39 @@ public final class PostgresBackend implements LeaseBackend {
   }
 
   /**
+   * {@inheritDoc}
+   *
+   * <p>On PostgreSQL: a read of the name's row, then the notifications the acquire and release
+   * functions send at commit, on one listening connection per backend (which must reach the
+   * server directly, not through a transaction-mode pooler); the name's counter tells whether one
+   * was missed ({@code GAP} with the state read again), and an expiry is read when the database
+   * says the holder's session would expire. See {@code docs/postgresql.md}.
+   */
+  @Override
+  public Subscription observe(String name, LeaseObserver observer) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to observe");
+    }
+    return observations.open(name, observer, runtime.callbacks(),
+        observation -> new PostgresObservation(listener, store, runtime.timers(), observation));
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>On PostgreSQL: one call of {@code read_lease}, one snapshot: the tenure live now by the
+   * database's clock and its attached keys.
+   */
+  @Override
+  public CompletableFuture<LeaseState> read(String name) {
+    if (closed.get()) {
+      throw new IllegalStateException("backend " + uri() + " is closed; open a new one to read");
+    }
+    LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
+    return store.read(name).thenApply(r -> r.toState(name));
+  }
+
+  /**
    * {@return completes once a connection is open, reaches a writable primary and finds the schema
    * ready (creating it if allowed)} Fails with the reason otherwise; acquires try again by
    * themselves.
@@ -269,6 +309,8 @@ public final class PostgresBackend implements LeaseBackend {
   }
 
   private void shutdown(boolean abruptly) {
+    observations.closeAll();
+    listener.stop();
     db.close(abruptly);
     if (ownsRuntime) {
       runtime.close();

@@ -405,6 +405,67 @@ final class PostgresLeaseStore implements LeaseStore {
         });
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Attached keys and reads.
+
+  @Override
+  public boolean supportsAttach() {
+    return true;
+  }
+
+  @Override
+  public CompletableFuture<Boolean> attach(Tenure tenure, String key, String value) {
+    return db.work("the attach of key '" + key + "' to '" + tenure.leaseName() + "'",
+        timeoutMillis(tenure.ttl()),
+        c -> {
+          try (PreparedStatement s = c.prepareStatement("SELECT " + schema + ".attach(?, ?, ?, ?, ?)")) {
+            s.setString(1, tenure.leaseName());
+            s.setString(2, tenure.holder().toString());
+            s.setLong(3, tenure.token());
+            s.setString(4, key);
+            s.setString(5, value);
+            try (ResultSet r = s.executeQuery()) {
+              r.next();
+              return r.getBoolean(1);
+            }
+          }
+        });
+  }
+
+  /** What {@code read_lease} answered. */
+  record Read(String state, String holder, long token, long remainingMillis, Map<String, String> attached) {
+    boolean held() {
+      return "held".equals(state);
+    }
+
+    io.leasehold.LeaseState toState(String name) {
+      return new io.leasehold.LeaseState(name,
+          held() ? Optional.of(new io.leasehold.LeaseHolding(holder, token, Optional.empty())) : Optional.empty(),
+          held() ? attached : Map.of());
+    }
+  }
+
+  CompletableFuture<Read> read(String name) {
+    return db.work("reading '" + name + "'", 10_000, c -> callRead(c, name));
+  }
+
+  private Read callRead(Connection c, String name) throws SQLException {
+    try (PreparedStatement s = c.prepareStatement("SELECT r_state, r_holder, r_token, r_remaining_ms,"
+        + " r_keys, r_values FROM " + schema + ".read_lease(?)")) {
+      s.setString(1, name);
+      try (ResultSet r = s.executeQuery()) {
+        r.next();
+        String[] keys = strings(r.getArray(5));
+        String[] values = strings(r.getArray(6));
+        Map<String, String> attached = new HashMap<>();
+        for (int i = 0; i < keys.length; i++) {
+          attached.put(keys[i], values[i]);
+        }
+        return new Read(r.getString(1), r.getString(2), r.getLong(3), r.getLong(4), attached);
+      }
+    }
+  }
+
   private long timeoutMillis(Duration ttl) {
     Slot slot = slots.get(ttl.toMillis());
     return slot != null ? slot.timeoutMillis() : networkTimeout(ttl.toNanos());

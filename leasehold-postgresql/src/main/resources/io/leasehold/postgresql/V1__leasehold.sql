@@ -48,6 +48,16 @@ CREATE TABLE IF NOT EXISTS ${schema}.leases (
 );
 CREATE INDEX IF NOT EXISTS leases_session ON ${schema}.leases (session_id);
 
+-- Keys attached to a tenure: written only while it is the name's current, live tenure, and
+-- deleted in the same transaction that ends it (release, abandon, the next grant).
+CREATE TABLE IF NOT EXISTS ${schema}.attached (
+  name  text NOT NULL,
+  key   text NOT NULL,
+  value text NOT NULL,
+  token bigint NOT NULL,
+  PRIMARY KEY (name, key)
+);
+
 -- For operators: the leases that are live now by the database's clock.
 CREATE OR REPLACE VIEW ${schema}.held AS
   SELECT l.name, l.holder, l.token, l.acquired_at, s.expires_at
@@ -168,6 +178,11 @@ BEGIN
   ON CONFLICT (name) DO UPDATE
     SET holder = EXCLUDED.holder, request_id = EXCLUDED.request_id, token = EXCLUDED.token,
         session_id = EXCLUDED.session_id, acquired_at = EXCLUDED.acquired_at;
+  DELETE FROM ${schema}.attached a WHERE a.name = p_name;
+  -- Observers hear of it at commit, in commit order; the token tells them whether they missed one.
+  -- Payload: '<type> <token> <length of name> <name><holder>' (no quoting needed).
+  PERFORM pg_notify('${schema}_leases',
+      format('acquired %s %s %s%s', n.token + 1, length(p_name), p_name, p_holder));
   r_outcome := 'acquired';
   r_token := n.token + 1;
 END $$;
@@ -186,6 +201,11 @@ BEGIN
    WHERE name = p_name AND holder = p_holder AND token = p_token;
   v_freed := FOUND;
   DELETE FROM ${schema}.leases WHERE name = p_name AND holder = p_holder AND token = p_token;
+  IF v_freed THEN
+    DELETE FROM ${schema}.attached a WHERE a.name = p_name;
+    PERFORM pg_notify('${schema}_leases',
+        format('released %s %s %s%s', p_token, length(p_name), p_name, p_holder));
+  END IF;
   RETURN v_freed;
 END $$;
 
@@ -194,15 +214,75 @@ END $$;
 CREATE OR REPLACE FUNCTION ${schema}.abandon(p_name text, p_holder text, p_request_id bigint)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
-  v_freed boolean;
+  v_token bigint;
 BEGIN
   PERFORM 1 FROM ${schema}.names WHERE name = p_name FOR UPDATE;
   UPDATE ${schema}.names SET holder = NULL, request_id = NULL, session_id = NULL
-   WHERE name = p_name AND holder = p_holder AND request_id = p_request_id;
-  v_freed := FOUND;
+   WHERE name = p_name AND holder = p_holder AND request_id = p_request_id
+  RETURNING token INTO v_token;
   DELETE FROM ${schema}.leases
    WHERE name = p_name AND holder = p_holder AND request_id = p_request_id;
-  RETURN v_freed;
+  IF v_token IS NOT NULL THEN
+    DELETE FROM ${schema}.attached a WHERE a.name = p_name;
+    PERFORM pg_notify('${schema}_leases',
+        format('released %s %s %s%s', v_token, length(p_name), p_name, p_holder));
+  END IF;
+  RETURN v_token IS NOT NULL;
+END $$;
+
+-- Attach: writes key = value for the tenure (holder, token) if and only if it is the name's
+-- current tenure, its lease row is still there (not revoked) and its session lives by the
+-- database's clock. The name's row is locked (shared), so no release or grant runs meanwhile.
+CREATE OR REPLACE FUNCTION ${schema}.attach(
+    p_name text, p_holder text, p_token bigint, p_key text, p_value text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM ${schema}.names n
+   WHERE n.name = p_name AND n.holder = p_holder AND n.token = p_token FOR SHARE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM 1 FROM ${schema}.leases l JOIN ${schema}.sessions s ON s.id = l.session_id
+   WHERE l.name = p_name AND l.holder = p_holder AND l.token = p_token
+     AND s.expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  INSERT INTO ${schema}.attached (name, key, value, token) VALUES (p_name, p_key, p_value, p_token)
+  ON CONFLICT (name, key) DO UPDATE SET value = EXCLUDED.value, token = EXCLUDED.token;
+  RETURN true;
+END $$;
+
+-- Read: the name's counter, its current tenure and that tenure's attached keys. r_state is
+-- 'held' (live by the database's clock; r_remaining_ms until its session expires unless
+-- renewed), 'expired' (its session expired, nobody has taken the name yet) or 'free'.
+CREATE OR REPLACE FUNCTION ${schema}.read_lease(
+    p_name text, OUT r_state text, OUT r_holder text, OUT r_token bigint,
+    OUT r_remaining_ms bigint, OUT r_keys text[], OUT r_values text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  n ${schema}.names%ROWTYPE;
+  v_expires timestamptz;
+BEGIN
+  SELECT * INTO n FROM ${schema}.names WHERE name = p_name;
+  r_token := coalesce(n.token, 0);
+  r_keys := '{}';
+  r_values := '{}';
+  IF n.holder IS NULL THEN
+    r_state := 'free';
+    RETURN;
+  END IF;
+  r_holder := n.holder;
+  SELECT s.expires_at INTO v_expires FROM ${schema}.sessions s WHERE s.id = n.session_id;
+  IF v_expires IS NULL OR v_expires <= clock_timestamp() THEN
+    r_state := 'expired';
+    RETURN;
+  END IF;
+  r_state := 'held';
+  r_remaining_ms := ceil(extract(epoch FROM v_expires - clock_timestamp()) * 1000)::bigint;
+  SELECT coalesce(array_agg(a.key ORDER BY a.key), '{}'), coalesce(array_agg(a.value ORDER BY a.key), '{}')
+    INTO r_keys, r_values
+    FROM ${schema}.attached a WHERE a.name = p_name AND a.token = n.token;
 END $$;
 
 -- Closing a backend: its leases were released; the session ends now. Its row goes if nothing

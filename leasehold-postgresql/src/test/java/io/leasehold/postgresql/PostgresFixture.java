@@ -76,6 +76,16 @@ final class PostgresFixture implements ContractFixture {
   }
 
   @Override
+  public boolean observesLeases() {
+    return true;
+  }
+
+  @Override
+  public boolean attachesKeys() {
+    return true;
+  }
+
+  @Override
   public void close() {}
 
   static final class PostgresContender extends ProxiedContender {
