@@ -270,6 +270,11 @@ public final class PostgresBackend implements LeaseBackend {
     return store.warmUp(settings.ttl());
   }
 
+  /** {@return the observers' listening connection, for tests} */
+  PostgresObservation.Listener listener() {
+    return listener;
+  }
+
   /** {@return the lease store, for tests that drive the SPI directly} */
   PostgresLeaseStore store() {
     return store;

@@ -229,6 +229,7 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
     private Thread thread; // guarded by lock
     private java.util.concurrent.CompletableFuture<Void> ready = new java.util.concurrent.CompletableFuture<>(); // guarded by lock
     private volatile boolean stopped;
+    private volatile boolean silenced;
 
     Listener(Database db) {
       this.db = db;
@@ -259,6 +260,20 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
       synchronized (lock) {
         return ready.copy();
       }
+    }
+
+    /**
+     * For tests: notifications are dropped from now on, as while a listening connection is down,
+     * until {@link #reconnectedForTest()}.
+     */
+    void silence() {
+      silenced = true;
+    }
+
+    /** For tests: behaves as after a reconnect: delivery resumes and every observation re-reads. */
+    void reconnectedForTest() {
+      silenced = false;
+      all.forEach(PostgresObservation::reconnected);
     }
 
     void stop() {
@@ -306,7 +321,7 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
       long lastProbe = System.nanoTime();
       while (!stopped && !db.isClosed()) {
         PGNotification[] notes = pg.getNotifications(250);
-        if (notes != null) {
+        if (notes != null && !silenced) {
           for (PGNotification n : notes) {
             Notice notice = Notice.parse(n.getParameter());
             if (notice == null) {
