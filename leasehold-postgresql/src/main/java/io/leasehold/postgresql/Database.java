@@ -30,9 +30,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>No connection pool library: the backend needs a fixed handful of long-lived connections,
  * one per thread, reopened when one breaks; a pool would add a dependency, its own timeouts and
- * its own idea of a broken connection for no gain. Nothing is kept in a connection's session
+ * its own idea of a broken connection for no gain. Nothing is kept in these connections' session
  * state (no {@code SET}, no advisory lock, no {@code LISTEN}, no server-side prepared statement),
- * so a transaction-mode pooler in between changes nothing.
+ * so a transaction-mode pooler in between changes nothing; only the observers' listening
+ * connection ({@link #openOwn()}) keeps a {@code LISTEN}.
  *
  * <p>Each new connection is checked to reach a writable primary ({@code pg_is_in_recovery()},
  * {@code transaction_read_only}), and the first one makes sure the schema is there in the version

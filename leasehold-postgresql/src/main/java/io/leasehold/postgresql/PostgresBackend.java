@@ -41,9 +41,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * renewals resume in time (the session rows live in the database and survive a restart of it); a
  * read-only server (a replica) is refused with an error that says so.
  *
- * <p><b>Poolers.</b> Every operation is one statement in its own transaction, and nothing lives in
- * a connection's session state (no advisory locks, no {@code LISTEN}, no named prepared statements),
- * so the backend works through a transaction-mode pooler such as PgBouncer.
+ * <p><b>Poolers.</b> Every operation of the lease contract is one statement in its own
+ * transaction, and nothing lives in a connection's session state (no advisory locks, no named
+ * prepared statements), so leases work through a transaction-mode pooler such as PgBouncer. {@link
+ * #observe} is the exception: it {@code LISTEN}s on a connection of its own, which must reach the
+ * server directly.
+ *
+ * <p><b>Observing and attached keys.</b> Supported: notifications at commit with the name's counter
+ * as revision ({@code GAP} where the listener missed some), and keys in {@code <schema>.attached}
+ * that end with their tenure.
  */
 public final class PostgresBackend implements LeaseBackend {
 
