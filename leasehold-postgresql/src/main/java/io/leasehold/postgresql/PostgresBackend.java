@@ -17,7 +17,6 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -331,9 +330,5 @@ public final class PostgresBackend implements LeaseBackend {
   @Override
   public String toString() {
     return "PostgresBackend{" + uri() + (closed.get() ? ", closed" : "") + '}';
-  }
-
-  static long millis(Duration d) {
-    return TimeUnit.NANOSECONDS.toMillis(d.toNanos());
   }
 }

@@ -160,6 +160,40 @@ class PostgresBackendTest {
     }
   }
 
+  /**
+   * A grant whose answer never reached its holder (made here by calling the acquire function by
+   * hand on the backend's session) must not live on under the shared heartbeat: the next one
+   * finds a row that no tenure of the process stands for and releases it.
+   */
+  @Test
+  void aRowOnTheSessionThatNoHolderKnowsOfIsReleasedByTheNextHeartbeat() throws Exception {
+    try (PostgresBackend backend = backend("schema=orphans");
+        Lease known = backend.newLease(SuiteSettings.forTtl("known", "owner", TTL).build())) {
+      backend.connected().get(10, TimeUnit.SECONDS); // the schema is made on the first connection
+      backend.warmUp(known.settings()).get(10, TimeUnit.SECONDS);
+      assertThat(known.acquire().get(10, TimeUnit.SECONDS)).isTrue();
+      try (Connection c = server.admin(); Statement s = c.createStatement()) {
+        try (ResultSet r = s.executeQuery("SELECT r_outcome FROM orphans.acquire('orphan', 'ghost#1', 1,"
+            + " (SELECT max(id) FROM orphans.sessions))")) {
+          r.next();
+          assertThat(r.getString(1)).isEqualTo("acquired");
+        }
+        org.awaitility.Awaitility.await("the orphaned row released").atMost(Duration.ofSeconds(10))
+            .until(() -> {
+              try (ResultSet r = s.executeQuery("SELECT holder IS NULL FROM orphans.names WHERE name = 'orphan'")) {
+                r.next();
+                return r.getBoolean(1);
+              }
+            });
+        try (ResultSet r = s.executeQuery("SELECT count(*) FROM orphans.leases WHERE name = 'known'")) {
+          r.next();
+          assertThat(r.getInt(1)).as("the lease a holder knows of").isEqualTo(1);
+        }
+      }
+      assertThat(known.checkAlive()).isTrue();
+    }
+  }
+
   @Test
   void aReadOnlyServerIsRefusedWithAnErrorThatSaysSo() throws Exception {
     try (Connection c = server.admin(); Statement s = c.createStatement()) {
