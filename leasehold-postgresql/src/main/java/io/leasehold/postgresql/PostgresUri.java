@@ -173,9 +173,9 @@ record PostgresUri(
         database,
         schema,
         user,
-        path(params.get("password-file")),
+        path(uri, "password-file", params.get("password-file")),
         sslMode,
-        path(params.get("sslrootcert")),
+        path(uri, "sslrootcert", params.get("sslrootcert")),
         createSchema,
         connections);
   }
@@ -203,8 +203,18 @@ record PostgresUri(
     return host + ":" + port;
   }
 
-  private static Path path(String value) {
-    return value == null ? null : Path.of(value);
+  private static Path path(String uri, String field, String value) {
+    if (value == null) {
+      return null;
+    }
+    if (value.chars().anyMatch(Character::isISOControl)) {
+      throw bad(uri, field + " must be a file path without control characters");
+    }
+    try {
+      return Path.of(value);
+    } catch (java.nio.file.InvalidPathException e) {
+      throw bad(uri, field + " is not a valid file path: " + e.getReason());
+    }
   }
 
   private static String decode(String uri, String field, String value) {

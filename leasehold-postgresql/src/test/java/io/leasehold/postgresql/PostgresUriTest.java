@@ -72,7 +72,9 @@ class PostgresUriTest {
         new Case("postgresql://h/db?timeout=1s", "unknown parameter 'timeout'; allowed: connections,"),
         new Case("postgresql://h/db?schema=a&schema=b", "parameter schema is given twice"),
         new Case("postgresql://h/db?user=", "user must not be empty"),
-        new Case("postgresql://h/db?schema=%zz", "schema: ")}) {
+        new Case("postgresql://h/db?schema=%zz", "schema: "),
+        new Case("postgresql://h/db?password-file=/run%00/pg", "password-file must be a file path without control"),
+        new Case("postgresql://h/db?sslrootcert=/a%0a", "sslrootcert must be a file path without control")}) {
       assertThatThrownBy(() -> PostgresUri.parse(c.uri()))
           .as(c.uri())
           .isInstanceOf(IllegalArgumentException.class)
