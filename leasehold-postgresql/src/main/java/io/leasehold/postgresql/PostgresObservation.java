@@ -229,7 +229,9 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
     private Thread thread; // guarded by lock
     private java.util.concurrent.CompletableFuture<Void> ready = new java.util.concurrent.CompletableFuture<>(); // guarded by lock
     private volatile boolean stopped;
-    private volatile boolean silenced;
+    /** For tests: no listening connection while set. */
+    private volatile boolean away;
+    private volatile Connection current;
 
     Listener(Database db) {
       this.db = db;
@@ -263,17 +265,24 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
     }
 
     /**
-     * For tests: notifications are dropped from now on, as while a listening connection is down,
-     * until {@link #reconnectedForTest()}.
+     * For tests: cuts the listening connection and does not open another until {@link
+     * #comeBackForTest()}: whatever is notified meanwhile is lost, as in a real outage.
      */
-    void silence() {
-      silenced = true;
+    void goAwayForTest() {
+      away = true;
+      Connection c = current;
+      if (c != null) {
+        try {
+          c.abort(Runnable::run);
+        } catch (SQLException e) {
+          throw new IllegalStateException(e);
+        }
+      }
     }
 
-    /** For tests: behaves as after a reconnect: delivery resumes and every observation re-reads. */
-    void reconnectedForTest() {
-      silenced = false;
-      all.forEach(PostgresObservation::reconnected);
+    /** For tests: the listener reconnects, and every observation compares its name's row. */
+    void comeBackForTest() {
+      away = false;
     }
 
     void stop() {
@@ -290,7 +299,12 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
     private void run() {
       boolean first = true;
       while (!stopped && !db.isClosed()) {
+        if (away) {
+          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
+          continue;
+        }
         try (Connection c = db.openOwn()) {
+          current = c;
           try (Statement s = c.createStatement()) {
             s.execute("LISTEN " + channel);
           }
@@ -321,7 +335,7 @@ final class PostgresObservation implements OpenObservations.StoreWatch {
       long lastProbe = System.nanoTime();
       while (!stopped && !db.isClosed()) {
         PGNotification[] notes = pg.getNotifications(250);
-        if (notes != null && !silenced) {
+        if (notes != null) {
           for (PGNotification n : notes) {
             Notice notice = Notice.parse(n.getParameter());
             if (notice == null) {

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Observing on PostgreSQL beyond the contract suite's clauses: notifications missed while the
- * listening connection was away give a GAP with the state read again, never a silent skip; a
+ * listening connection was away (cut by a test hook that keeps it away until told) give a GAP with the state read again, never a silent skip; a
  * lease row deleted by an operator is no event until its holder released; the notification
  * payload survives names of any characters.
  */
@@ -63,12 +63,12 @@ class PostgresObserveTest {
       watcher.observe(name, events::add);
       await(events, 1);
 
-      watcher.listener().silence();
+      watcher.listener().goAwayForTest();
       assertThat(a.acquire().get(10, TimeUnit.SECONDS)).isTrue();
       a.release().get(10, TimeUnit.SECONDS);
       assertThat(b.acquire().get(10, TimeUnit.SECONDS)).isTrue();
       long tokenOfB = b.fencingToken().orElseThrow();
-      watcher.listener().reconnectedForTest();
+      watcher.listener().comeBackForTest();
 
       await(events, 2);
       assertThat(summaries(events)).containsExactly("CURRENT free", "GAP owner-b " + tokenOfB);
