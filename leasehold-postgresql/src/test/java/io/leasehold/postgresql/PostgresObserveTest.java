@@ -17,9 +17,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Observing on PostgreSQL beyond the contract suite's clauses: notifications missed while the
- * listening connection was away (cut by a test hook that keeps it away until told) give a GAP with the state read again, never a silent skip; a
- * lease row deleted by an operator is no event until its holder released; the notification
- * payload survives names of any characters.
+ * listening connection was away (cut by a test hook that keeps it away until told) give a GAP
+ * with the state read again, never a silent skip; a lease row deleted by an operator is no event
+ * until its holder released; the notification payload survives names of any characters.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
 class PostgresObserveTest {
