@@ -56,8 +56,15 @@ record PostgresUri(
   private static final Set<String> SSL_MODES =
       Set.of("disable", "allow", "prefer", "require", "verify-ca", "verify-full");
 
-  /** An unquoted lower-case SQL identifier: usable in statements without quoting, 63 bytes at most. */
-  private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+  /**
+   * An unquoted lower-case SQL identifier, usable in statements without quoting; 56 characters at
+   * most, so that the notification channel {@code <schema>_leases} fits PostgreSQL's 63-byte
+   * identifiers (a longer channel name is an error in {@code pg_notify}, and {@code LISTEN} would
+   * cut it).
+   */
+  static final int MAX_SCHEMA_LENGTH = 56;
+
+  private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]{0," + (MAX_SCHEMA_LENGTH - 1) + "}");
 
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+]");
 
@@ -134,8 +141,8 @@ record PostgresUri(
 
     String schema = params.getOrDefault("schema", DEFAULT_SCHEMA);
     if (!IDENTIFIER.matcher(schema).matches()) {
-      throw bad(uri, "schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63"
-          + " characters); was '" + schema + "'");
+      throw bad(uri, "schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most "
+          + MAX_SCHEMA_LENGTH + " characters); was '" + schema + "'");
     }
     String user = params.get("user");
     if (user != null && (user.length() > 63 || user.chars().anyMatch(Character::isISOControl))) {

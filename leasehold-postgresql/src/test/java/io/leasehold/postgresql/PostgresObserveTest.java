@@ -106,6 +106,24 @@ class PostgresObserveTest {
     }
   }
 
+  /** The channel is {@code <schema>_leases}: it must fit PostgreSQL's 63-byte names. */
+  @Test
+  void theLongestSchemaAllowedStillGetsItsNotifications() throws Exception {
+    String schema = "s".repeat(PostgresUri.MAX_SCHEMA_LENGTH);
+    String name = "long-schema";
+    try (PostgresBackend watcher = PostgresBackend.open(server.backendUri(server.port(), "schema=" + schema));
+        PostgresBackend holders = PostgresBackend.open(server.backendUri(server.port(), "schema=" + schema));
+        Lease a = holders.newLease(SuiteSettings.forTtl(name, "owner-a", TTL).build())) {
+      holders.connected().get(10, TimeUnit.SECONDS);
+      List<LeaseEvent> events = new CopyOnWriteArrayList<>();
+      watcher.observe(name, events::add);
+      await(events, 1);
+      assertThat(a.acquire().get(10, TimeUnit.SECONDS)).isTrue();
+      await(events, 2);
+      assertThat(summaries(events)).containsExactly("CURRENT free", "ACQUIRED owner-a " + a.fencingToken().orElseThrow());
+    }
+  }
+
   @Test
   void aNotificationCarriesNamesAndHoldersOfAnyCharacters() {
     String name = "näme with spaces, \"quotes\" and 🦊";

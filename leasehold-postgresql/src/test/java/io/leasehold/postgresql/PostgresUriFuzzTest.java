@@ -33,7 +33,7 @@ class PostgresUriFuzzTest {
       int port = Integer.parseInt(host.substring(host.lastIndexOf(':') + 1));
       assertThat(port).as("port of %s in '%s'", host, text).isBetween(1, 65535);
     }
-    assertThat(uri.schema()).as("schema of '%s'", text).matches("[a-z_][a-z0-9_]{0,62}");
+    assertThat(uri.schema()).as("schema of '%s'", text).matches("[a-z_][a-z0-9_]{0,55}");
     assertThat(uri.database()).as("database of '%s'", text).isNotEmpty();
     assertThat(uri.connections()).as("connections of '%s'", text).isBetween(1, 64);
     PostgresUri again = PostgresUri.parse(uri.canonical());

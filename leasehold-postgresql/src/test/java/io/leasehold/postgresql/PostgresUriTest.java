@@ -41,6 +41,7 @@ class PostgresUriTest {
     PostgresUri uri = PostgresUri.parse("PostgreSQL://localhost/app");
     assertThat(uri.hosts()).containsExactly("localhost:5432");
     assertThat(uri.schema()).isEqualTo("leasehold");
+    assertThat(PostgresUri.parse("postgresql://h/db?schema=" + "s".repeat(56)).schema()).hasSize(56);
     assertThat(uri.createSchema()).isTrue();
     assertThat(uri.connections()).isEqualTo(2);
     assertThat(uri.user()).isNull();
@@ -63,7 +64,7 @@ class PostgresUriTest {
         new Case("postgresql://h/db?password=secret", "password must not be in the URI"),
         new Case("postgresql://h/db?schema=Locks", "schema must be a lower-case SQL identifier"),
         new Case("postgresql://h/db?schema=a;drop", "schema must be a lower-case SQL identifier"),
-        new Case("postgresql://h/db?schema=" + "s".repeat(64), "at most 63 characters"),
+        new Case("postgresql://h/db?schema=" + "s".repeat(57), "at most 56 characters"),
         new Case("postgresql://h/db?sslmode=always", "sslmode must be one of disable"),
         new Case("postgresql://h/db?create-schema=yes", "create-schema must be true or false"),
         new Case("postgresql://h/db?connections=0", "connections must be a whole number from 1 to 64"),
