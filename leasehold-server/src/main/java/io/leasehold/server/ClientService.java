@@ -78,6 +78,12 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   static final long MIN_TTL_MILLIS = 10;
   static final long MAX_TTL_MILLIS = 24L * 60 * 60 * 1000;
   static final int MAX_LEASE_NAME_CHARS = 256;
+
+  /** A session's owner: the API's longest owner name. */
+  static final int MAX_OWNER_CHARS = 256;
+
+  /** A tenure's holder: an owner name, {@code #} and its incarnation, with room to spare. */
+  static final int MAX_HOLDER_CHARS = 320;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
   static final int MAX_WATCHED_SESSIONS = 1000;
   static final int MAX_BATCH_OPS = 1024;
@@ -227,9 +233,11 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     switch (command.getKindCase()) {
       case GRANT: {
         long ttl = command.getGrant().getTtlMillis();
-        return ttl < MIN_TTL_MILLIS || ttl > MAX_TTL_MILLIS
-            ? "ttl_millis must be between " + MIN_TTL_MILLIS + " and " + MAX_TTL_MILLIS + "; was " + ttl
-            : null;
+        return firstOf(
+            ttl < MIN_TTL_MILLIS || ttl > MAX_TTL_MILLIS
+                ? "ttl_millis must be between " + MIN_TTL_MILLIS + " and " + MAX_TTL_MILLIS + "; was " + ttl
+                : null,
+            lengthProblem("owner", command.getGrant().getOwner(), MAX_OWNER_CHARS));
       }
       case PUT:
         if (command.getPut().hasTenure()) {
@@ -237,7 +245,7 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           return firstOf(
               attachedKeyProblem(p.getKey()),
               leaseNameProblem(p.getTenure().getName()),
-              nonEmptyProblem("tenure.holder", p.getTenure().getHolder()),
+              holderProblem("tenure.holder", p.getTenure().getHolder()),
               positiveProblem("tenure.token", p.getTenure().getToken()),
               p.getSessionId() == 0 ? null : "session_id must be 0 when a tenure is given; was " + p.getSessionId());
         }
@@ -251,13 +259,13 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         AcquireRequest a = command.getAcquire();
         return firstOf(
             leaseNameProblem(a.getName()),
-            nonEmptyProblem("holder", a.getHolder()),
+            holderProblem("holder", a.getHolder()),
             positiveProblem("session_id", a.getSessionId()));
       }
       case RELEASE: {
         ReleaseRequest r = command.getRelease();
         return firstOf(
-            leaseNameProblem(r.getName()), nonEmptyProblem("holder", r.getHolder()), positiveProblem("token", r.getToken()));
+            leaseNameProblem(r.getName()), holderProblem("holder", r.getHolder()), positiveProblem("token", r.getToken()));
       }
       default:
         return null;
@@ -692,6 +700,18 @@ final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   private static String nonEmptyProblem(String field, String value) {
     return value.isEmpty() ? field + " must not be empty" : null;
+  }
+
+  /**
+   * Owners and holders are kept for as long as their session or tenure, replicated, written into
+   * every snapshot and shown by the status page: bounded, as the API bounds an owner name.
+   */
+  private static String lengthProblem(String field, String value, int max) {
+    return value.length() > max ? field + " must be at most " + max + " characters; was " + value.length() : null;
+  }
+
+  private static String holderProblem(String field, String holder) {
+    return firstOf(nonEmptyProblem(field, holder), lengthProblem(field, holder, MAX_HOLDER_CHARS));
   }
 
   private static String positiveProblem(String field, long value) {

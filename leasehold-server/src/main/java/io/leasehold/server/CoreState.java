@@ -72,7 +72,8 @@ import java.util.TreeSet;
  * <p><b>Retried writes are applied once</b>, for as long as a copy can still arrive. Each write
  * carries its client's id and a call id that the client increases per call. Per client the state
  * keeps the highest call id applied, the lower ids not applied yet ("holes": calls overtaken by
- * later ones, at most {@value #MAX_HOLES_PER_CLIENT}, each for {@value #DEDUP_WINDOW_MILLIS} ms),
+ * later ones, at most {@value #MAX_HOLES_PER_CLIENT}, and {@value #FIRST_CALL_HOLES} below its first
+ * call, each for {@value #DEDUP_WINDOW_MILLIS} ms),
  * and the replies of its last {@value #REPLIES_KEPT_PER_CLIENT} calls. A copy of an applied call
  * is answered from its reply if that is still kept, and refused ({@code TOO_LATE}) otherwise; it
  * is never applied again, however many calls came in between. A client is forgotten {@value
@@ -126,6 +127,9 @@ public final class CoreState {
 
   /** Calls of one client that may be overtaken by later ones and still be applied. */
   static final int MAX_HOLES_PER_CLIENT = 1024;
+
+  /** Of those, the ones below a client's first call applied (see {@link #remember}). */
+  static final int FIRST_CALL_HOLES = 16;
 
   /**
    * The longest a copy of a call may take from the node that took it from the client to the
@@ -319,7 +323,12 @@ public final class CoreState {
   private void remember(Calls calls, long callId, Reply reply) {
     if (callId > calls.high) {
       // Lower ids not applied yet may still arrive (their calls were overtaken): keep them open.
-      for (long id = Math.max(calls.high + 1, callId - MAX_HOLES_PER_CLIENT); id < callId; id++) {
+      // Below a client's first call only a few: anyone can send a first call from a fresh client
+      // id with a far call id, and a hole for every id below it would be memory for nothing (a
+      // thousand such calls in one batch once took a gigabyte per replica). A real client's first
+      // calls go out together, so only one overtaken by more than that many is refused as too late.
+      long lowest = calls.high == 0 ? callId - FIRST_CALL_HOLES : callId - MAX_HOLES_PER_CLIENT;
+      for (long id = Math.max(calls.high + 1, lowest); id < callId; id++) {
         calls.holes.put(id, clockMillis);
       }
       calls.high = callId;
