@@ -96,7 +96,7 @@ import java.util.TreeSet;
  *
  * <p>Retried writes are applied once: each write carries its client's id and a call id, and the
  * reply to each of a client's last {@value #REPLIES_KEPT_PER_CLIENT} calls is kept, in snapshots
- * too, for {@value #CLIENT_RETENTION_ENTRIES} log entries after that client's last write.
+ * too, for {@value #DEDUP_WINDOW_MILLIS} ms of cluster time after that client's last write.
  */
 public final class CoreState {
 
