@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code /metrics}: Prometheus text format (version 0.0.4), one sample per node, labelled
  *       {@code node="n1"};
  *   <li>{@code /healthz}: 200 while the process is up;
- *   <li>{@code /readyz}: 200 when every node here {@linkplain #isReady is ready}, else 503 with
- *       the reason;
+ *   <li>{@code /readyz}: 200 when every node here is ready (a member that knows a leader and is
+ *       caught up, see {@link #notReady(NodeSnapshot)}), else 503 with the reason;
  *   <li>{@code /status.json}: what the status page shows;
  *   <li>{@code /}: the status page, one self-contained HTML file that polls {@code /status.json}.
  * </ul>
