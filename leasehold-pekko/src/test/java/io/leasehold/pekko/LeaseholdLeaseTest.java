@@ -362,6 +362,59 @@ class LeaseholdLeaseTest {
     node.resume();
   }
 
+  /**
+   * An allocation the delegate decides later (its future completes after the call) is taken up
+   * only if the lease still holds then: one decided while the lease held but answered after its
+   * safe deadline is refused, so a coordinator that lost its lease meanwhile places no shard.
+   */
+  @Test
+  void anAllocationDecidedAfterTheLeaseWasLostIsRefused() {
+    MemoryBackend node = store.connect();
+    ActorSystem s = system("late-gate", node);
+    scala.concurrent.Promise<org.apache.pekko.actor.ActorRef> decision = scala.concurrent.Promise$.MODULE$.apply();
+    org.apache.pekko.cluster.sharding.ShardCoordinator.ShardAllocationStrategy gate =
+        LeaseGatedAllocationStrategy.create(
+            s,
+            "Orders",
+            new org.apache.pekko.cluster.sharding.ShardCoordinator.ShardAllocationStrategy() {
+              @Override
+              public Future<org.apache.pekko.actor.ActorRef> allocateShard(
+                  org.apache.pekko.actor.ActorRef requester,
+                  String shardId,
+                  scala.collection.immutable.Map<
+                          org.apache.pekko.actor.ActorRef,
+                          scala.collection.immutable.IndexedSeq<String>>
+                      current) {
+                return decision.future(); // decided later
+              }
+
+              @Override
+              public Future<scala.collection.immutable.Set<String>> rebalance(
+                  scala.collection.immutable.Map<
+                          org.apache.pekko.actor.ActorRef,
+                          scala.collection.immutable.IndexedSeq<String>>
+                      current,
+                  scala.collection.immutable.Set<String> inProgress) {
+                return scala.concurrent.Future$.MODULE$.successful(inProgress);
+              }
+            });
+    Lease lease =
+        LeaseProvider.get(s)
+            .getLease(LeaseGatedAllocationStrategy.coordinatorLeaseName(s, "Orders"), BLOCK, "node-a:2552");
+    assertThat(await(lease.acquire())).isEqualTo(true);
+    Future<org.apache.pekko.actor.ActorRef> allocation =
+        gate.allocateShard(s.deadLetters(), "7", scala.collection.immutable.Map$.MODULE$.empty());
+
+    node.pause(); // the lease runs out while the delegate is still deciding
+    clock.advance(((LeaseholdLease) lease).remaining().plusMillis(1));
+    decision.success(s.deadLetters());
+
+    assertThatThrownBy(() -> await(allocation))
+        .as("a decision taken up after the lease was lost")
+        .hasMessageContaining("refused: this shard coordinator no longer holds its lease");
+    node.resume();
+  }
+
   private static BoxedUnit record(List<Option<Throwable>> lost, Option<Throwable> reason) {
     synchronized (lost) {
       lost.add(reason);
