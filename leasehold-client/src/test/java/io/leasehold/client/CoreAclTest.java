@@ -159,6 +159,36 @@ class CoreAclTest {
     }
   }
 
+  /**
+   * A node started with {@code --join} has no root-identity file, and its state has no ACL until
+   * the cluster adds it and it applies the log: it used to serve everyone meanwhile, forwarding a
+   * write of a certificate without rights to the leader. It must fail closed: nobody is served
+   * until it knows (from its peers' answers) that the cluster's access control is off.
+   */
+  @Test
+  void aNodeWaitingToJoinServesNobodyWhileItsStateHasNoAcl() throws Exception {
+    TlsConfig tls =
+        TlsConfig.of(dir.resolve("node.pem"), dir.resolve("node-key.pem"), dir.resolve("ca.pem"))
+            .withClientAuth(TlsConfig.ClientAuth.OPTIONAL);
+    Peer joining = Peer.parse("n9=127.0.0.1:" + LocalCluster.freePortPair());
+    List<Peer> peers = new ArrayList<>(cluster.peers());
+    peers.add(joining);
+    io.leasehold.server.CoreNode node =
+        io.leasehold.server.CoreNode.start(
+            io.leasehold.server.NodeConfig.of(joining.id(), peers, Files.createTempDirectory(dir, "joining-"))
+                .withElectionTimeout(cluster.node(0).orElseThrow().config().electionTimeout())
+                .withStartMode(io.leasehold.server.NodeConfig.StartMode.JOIN)
+                .withTls(tls));
+    closeLater.add(node::close);
+    ClientTls nobody = ClientTls.load(dir.resolve("ca.pem"), dir.resolve("nobody.pem"), dir.resolve("nobody-key.pem"));
+    try (CoreClient through = new CoreClient(List.of(new InetSocketAddress(joining.host(), joining.clientPort())), Duration.ofSeconds(5), nobody)) {
+      assertThatThrownBy(() -> put(through, "w/through-a-joining-node"))
+          .hasMessageContaining("access control is being set up")
+          .hasMessageContaining("n9 joined the cluster");
+    }
+    assertThat(get(root, "w/through-a-joining-node", false).getKvsCount()).as("nothing was written").isZero();
+  }
+
   private static <T> T call(CoreClient client, BiConsumer<LeaseholdGrpc.LeaseholdStub, StreamObserver<T>> rpc) throws Exception {
     return client.call(rpc).get(30, TimeUnit.SECONDS);
   }

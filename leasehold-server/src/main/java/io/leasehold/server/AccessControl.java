@@ -32,11 +32,17 @@ final class AccessControl {
    * This node was bootstrapped with a root identity that its state does not hold yet: until it
    * does, it serves nobody (rather than everybody, as it would with access control off).
    */
-  private final boolean rootPending;
+  private final java.util.function.Supplier<String> pendingBecause;
 
-  AccessControl(CoreState state, boolean rootPending) {
+  /**
+   * @param pendingBecause while the state has no ACL: why this node must not serve yet (null when
+   *     the state's "off" is the truth): it was bootstrapped with a root identity its state does not
+   *     hold yet, or it joined a cluster and its state has not caught up with one whose peers have
+   *     access control on (or it heard from no peer yet). Fail closed: nobody, rather than everybody.
+   */
+  AccessControl(CoreState state, java.util.function.Supplier<String> pendingBecause) {
     this.state = state;
-    this.rootPending = rootPending;
+    this.pendingBecause = pendingBecause;
   }
 
   /** {@return null when the write may go; else the status to refuse it with} */
@@ -125,11 +131,11 @@ final class AccessControl {
 
   /** Called while the ACL is off: refuses only on a node bootstrapped with a root not applied yet. */
   private Status pending(AclTable acl) {
-    if (!rootPending) {
+    String because = pendingBecause.get();
+    if (because == null) {
       return null;
     }
-    return Status.UNAVAILABLE.withDescription(
-        "access control is being set up (this node was bootstrapped with --root-identity and has not applied it yet); try again");
+    return Status.UNAVAILABLE.withDescription("access control is being set up (" + because + "); try again");
   }
 
   private Status revoke(AclTable acl, ClientIdentity identity, RevokeRequest revoke) {

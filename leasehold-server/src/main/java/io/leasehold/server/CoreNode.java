@@ -270,7 +270,14 @@ public final class CoreNode implements AutoCloseable {
         new MembershipChanges(config, raftServer, GROUP_ID, parameters, tls == null ? null : tls.channelCredentials());
     leadership = new LeadershipTransfer(config, raftServer, GROUP_ID, raftClient, this::members, stateMachine::refuseReadsFor);
     String root = rootIdentityToWrite(format);
-    AccessControl access = new AccessControl(stateMachine.state(), root != null);
+    // Fail closed while this node's state may not hold the ACL yet (docs/security.md).
+    boolean joined = DataDir.joined(config);
+    AccessControl access =
+        new AccessControl(
+            stateMachine.state(),
+            root != null
+                ? () -> "this node was bootstrapped with --root-identity and has not applied it yet"
+                : joined && tls != null ? peerSettings::accessControlUnknownOrOn : () -> null);
     LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
     ClientService clientService =
         new ClientService(
@@ -535,7 +542,8 @@ public final class CoreNode implements AutoCloseable {
             .setId(config.self())
             .setAddress(config.selfPeer().clientEndpoint())
             .setElectionTimeoutMs(config.electionTimeout().toMillis())
-            .setSettingsMismatch(peerSettings.problem().orElse(""));
+            .setSettingsMismatch(peerSettings.problem().orElse(""))
+            .setAccessControl(stateMachine.state().acl().enabled());
     MembershipChanges m = membership;
     if (m != null) {
       m.members().forEach(p -> status.addMemberIds(p.id()));

@@ -86,6 +86,28 @@ final class DataDir {
     return false;
   }
 
+  /** Marks a data directory formatted by {@code --join}: the node came into a running cluster. */
+  static final String JOINED_FILE = "joined";
+
+  /**
+   * {@return whether the node joined a running cluster (started with {@code --join} now, or
+   * before: then the data directory says so)} Such a node has no root-identity file even where
+   * the cluster has access control on, so it must learn from its state or its peers whether it
+   * has; {@code --join} writes the mark, so that a restart before the state holds the ACL knows.
+   */
+  static boolean joined(NodeConfig config) {
+    Path mark = config.dataDir().resolve(JOINED_FILE);
+    if (config.startMode() == StartMode.JOIN) {
+      try {
+        Files.writeString(mark, "this node was formatted by --join; it serves nobody until it knows the cluster's access control\n");
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write " + mark + ": " + e.getMessage(), e);
+      }
+      return true;
+    }
+    return Files.exists(mark);
+  }
+
   /** {@return an entry of {@code dir}, if it exists and holds any} */
   private static Optional<Path> firstEntry(Path dir) {
     if (!Files.isDirectory(dir)) {

@@ -61,6 +61,8 @@ final class PeerSettings implements AutoCloseable {
   private final Map<String, Long> reported = new ConcurrentHashMap<>();
   /** Each other node's voting members as it last reported them (not kept when it reports none). */
   private final Map<String, List<String>> reportedMembers = new ConcurrentHashMap<>();
+  /** Whether each other node that answered has access control on in its applied state. */
+  private final Map<String, Boolean> reportedAccessControl = new ConcurrentHashMap<>();
   private final ScheduledExecutorService poller;
   /** Null until {@link #watch}: the start check refuses with one line of its own, no log. */
   private volatile Consumer<Optional<String>> listener;
@@ -139,6 +141,24 @@ final class PeerSettings implements AutoCloseable {
   }
 
   /**
+   * {@return why a node that joined the cluster must not serve while its own state has no ACL:
+   * a peer has access control on, or no peer has answered yet; null when every peer that
+   * answered has it off (access control is set when a cluster is made and never turned on later)}
+   */
+  String accessControlUnknownOrOn() {
+    if (reportedAccessControl.isEmpty()) {
+      return "node " + config.self() + " joined the cluster and has heard from no other node whether access control is on";
+    }
+    for (Map.Entry<String, Boolean> e : reportedAccessControl.entrySet()) {
+      if (e.getValue()) {
+        return "node " + config.self() + " joined the cluster, whose node " + e.getKey()
+            + " has access control on, and has not applied the ACL yet";
+      }
+    }
+    return null;
+  }
+
+  /**
    * Asks the other nodes every {@link #POLL_EVERY} from now on.
    *
    * @param onChange told the problem (present while some node disagrees) each time it changes
@@ -171,6 +191,9 @@ final class PeerSettings implements AutoCloseable {
         new StreamObserver<>() {
           @Override
           public void onNext(StatusResponse response) {
+            if (response.getNodesCount() > 0) {
+              reportedAccessControl.put(peer, response.getNodes(0).getAccessControl());
+            }
             if (response.getNodesCount() > 0 && response.getNodes(0).getMemberIdsCount() > 0) {
               reportedMembers.put(peer, List.copyOf(response.getNodes(0).getMemberIdsList()));
             }
