@@ -256,6 +256,13 @@ class BadInputTableTest {
         row(2, "Invalid value for option '--max-watch-backlog': 'lots' is not an int",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-watch-backlog", "lots"),
+        // the operator's first hour: a mistyped scheme gets the nearest real one, not a made-up module
+        row(2, "no Leasehold backend for scheme 'leasehol' is on the class path or module path (available: etcd,"
+            + " etcds, kubernetes, leasehold, leaseholds, memory, zookeeper); did you mean 'leasehold:'?",
+            "run", "--backend", "leasehol://127.0.0.1:FREE", "--lease", "x", "--", "true"),
+        row(2, "for scheme 'nosuch' is on the class path or module path (available: etcd, etcds, kubernetes,"
+            + " leasehold, leaseholds, memory, zookeeper); no Leasehold module serves it",
+            "get", "x", "--backend", "nosuch://x"),
         // demo
         row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
         row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));
