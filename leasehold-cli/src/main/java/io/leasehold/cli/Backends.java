@@ -82,6 +82,22 @@ final class Backends {
     };
   }
 
+  /**
+   * {@return the warning for a command that coordinates processes, when its store is {@code
+   * memory:}}, or null for any other store: a {@code memory:} store lives and dies with this one
+   * process, so a second process's command coordinates with nobody.
+   *
+   * @param command what another process would run, e.g. {@code leasehold run}
+   * @param what what it would not see, e.g. {@code this lease}
+   */
+  static String memoryWarning(String uri, String command, String what) {
+    return scheme(uri).equals("memory")
+        ? "warning: memory: is a store inside this one process: a `" + command + "` in another process does"
+            + " not see " + what + ", so nothing is coordinated across processes; use a shared store (`./leasehold"
+            + " dev` prints one)"
+        : null;
+  }
+
   /** {@return {@code $LEASEHOLD_BACKEND} if set and not blank, else {@link #DEV_URI}} */
   static String defaultUri() {
     return defaultUri(System.getenv());

@@ -135,6 +135,11 @@ final class MembersCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
           throw new ParameterException(spec.commandLine(), "--data: " + e.getMessage());
         }
+        String alone = Backends.memoryWarning(uri, "leasehold members", "this member");
+        if (alone != null) {
+          spec.commandLine().getErr().println("leasehold members: " + alone);
+          spec.commandLine().getErr().flush();
+        }
         return join(joiner, uri);
       }
       return watch ? watch(store) : list(store, uri);

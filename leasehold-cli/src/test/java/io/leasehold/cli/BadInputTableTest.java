@@ -263,6 +263,9 @@ class BadInputTableTest {
         row(2, "for scheme 'nosuch' is on the class path or module path (available: etcd, etcds, kubernetes,"
             + " leasehold, leaseholds, memory, zookeeper); no Leasehold module serves it",
             "get", "x", "--backend", "nosuch://x"),
+        // memory: coordinates nothing across processes: run and members --join say so
+        row(1, "memory: is a store inside this one process: a `leasehold run` in another process does not see"
+            + " this lease", "run", "--backend", "memory:", "--lease", "x", "--", "false"),
         // demo
         row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
         row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));
