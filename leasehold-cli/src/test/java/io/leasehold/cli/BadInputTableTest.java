@@ -266,6 +266,10 @@ class BadInputTableTest {
         // memory: coordinates nothing across processes: run and members --join say so
         row(1, "memory: is a store inside this one process: a `leasehold run` in another process does not see"
             + " this lease", "run", "--backend", "memory:", "--lease", "x", "--", "false"),
+        // admin snapshot: a bare group says which subcommand; an existing FILE is kept without --force
+        row(2, "leasehold admin snapshot: a subcommand is needed: save", "admin", "snapshot"),
+        row(2, "FILE pom.xml exists; --force replaces it",
+            "admin", "snapshot", "save", "pom.xml", "--backend", core, "--timeout", "500ms"),
         // demo
         row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
         row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));
