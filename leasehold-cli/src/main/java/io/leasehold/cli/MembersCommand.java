@@ -304,9 +304,10 @@ final class MembersCommand implements Callable<Integer> {
     StringBuilder b = new StringBuilder("{\"memberId\":").append(LeaseJson.quote(m.memberId()))
         .append(",\"holder\":").append(LeaseJson.quote(m.holder()))
         .append(",\"slot\":").append(m.slot())
-        .append(",\"token\":").append(m.token())
-        .append(",\"since\":").append(m.since().map(s -> LeaseJson.quote(s.toString())).orElse("null"))
-        .append(",\"data\":{");
+        .append(",\"token\":").append(m.token());
+    // Only where the store knows it (not on the core), as get --json does.
+    m.since().ifPresent(s -> b.append(",\"since\":").append(LeaseJson.quote(s.toString())));
+    b.append(",\"data\":{");
     boolean first = true;
     for (Map.Entry<String, String> e : m.data().entrySet()) {
       b.append(first ? "" : ",").append(LeaseJson.quote(e.getKey())).append(':').append(LeaseJson.quote(e.getValue()));

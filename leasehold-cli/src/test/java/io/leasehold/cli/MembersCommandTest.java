@@ -47,7 +47,7 @@ class MembersCommandTest {
       assertThat(json.out().strip())
           .isEqualTo("{\"group\":\"workers\",\"maxMembers\":4,\"members\":[{\"memberId\":\"node-1\",\"holder\":\""
               + member.lease().holder() + "\",\"slot\":" + member.slot() + ",\"token\":" + member.token()
-              + ",\"since\":null,\"data\":{\"address\":\"10.0.0.1:8080\"}}]}");
+              + ",\"data\":{\"address\":\"10.0.0.1:8080\"}}]}");
 
       StringWriter out = new StringWriter();
       StringWriter err = new StringWriter();
