@@ -223,6 +223,12 @@ final class MembersCommand implements Callable<Integer> {
         }
         out.println(b.append("]}"));
       } else if (members.isEmpty()) {
+        slotBeyond(store).ifPresent(slot -> {
+          throw new ParameterException(
+              spec.commandLine(),
+              "--max-members " + maxMembers + " is not the group's slot count: slot " + slot + " of group '" + group
+                  + "' is held, so its members joined with --max-members " + (slot + 1) + " or more; give theirs");
+        });
         out.println("group '" + group + "' has no members");
       } else {
         out.println("group '" + group + "' has " + members.size() + " member" + (members.size() == 1 ? "" : "s")
@@ -239,6 +245,24 @@ final class MembersCommand implements Callable<Integer> {
       return LeaseCommands.noAnswer(err, "members", uri, timeout);
     } catch (ExecutionException | CompletionException e) {
       return LeaseCommands.storeFailed(err, "members", uri, e);
+    }
+  }
+
+  /**
+   * {@return the last held slot beyond {@code --max-members}, if any}: a group looked at with fewer
+   * slots than its members joined with looks empty, so an empty answer is checked against every
+   * slot a group may have. Best effort: nothing if that cannot be read.
+   */
+  private java.util.Optional<Integer> slotBeyond(LeaseBackend store) throws InterruptedException {
+    if (maxMembers >= Membership.MAX_MAX_MEMBERS) {
+      return java.util.Optional.empty();
+    }
+    try {
+      List<GroupMember> all = Membership.list(store, group, Membership.MAX_MAX_MEMBERS)
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return all.stream().map(GroupMember::slot).filter(s -> s >= maxMembers).max(Integer::compare);
+    } catch (IllegalArgumentException | ExecutionException | TimeoutException | CompletionException e) {
+      return java.util.Optional.empty(); // a long group name has no slot 1023; a slow store: no check
     }
   }
 
