@@ -111,7 +111,9 @@ public final class Main implements Callable<Integer> {
     for (java.util.logging.Logger l : GRPC_JUL) {
       l.setLevel(java.util.logging.Level.WARNING);
     }
-    System.exit(commandLine().execute(args));
+    Foreground.ownTheJvm();
+    // Through Foreground: a command stopped by Ctrl-C or SIGTERM exits with its own status too.
+    Foreground.exit(commandLine().execute(args));
   }
 
   /**

@@ -266,6 +266,7 @@ final class MembersCommand implements Callable<Integer> {
     }
   }
 
+  @SuppressWarnings("try") // the Foreground is there for its shutdown hook, not used in the body
   private int watch(LeaseBackend store) throws InterruptedException {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
@@ -293,13 +294,16 @@ final class MembersCommand implements Callable<Integer> {
     } catch (UnsupportedOperationException e) {
       return LeaseCommands.fail(err, "members", e.getMessage());
     }
-    try (view) {
+    // Ctrl-C and SIGTERM interrupt the wait for the next line: the end asked for, exit 0.
+    try (view; Foreground stop = Foreground.interruptingThisThread()) {
       // Printed here, not on the recipe's thread, so a slow terminal slows nobody.
       for (int printed = 0; count == null || printed < count; printed++) {
         String line = lines.take();
         out.println(line.replace("@TIME@", Instant.now().truncatedTo(ChronoUnit.MILLIS).toString()));
         out.flush();
       }
+      return 0;
+    } catch (InterruptedException stopped) {
       return 0;
     }
   }
