@@ -95,6 +95,16 @@ public final class Main implements Callable<Integer> {
   }
 
   /**
+   * Turns the library's log off, unless {@code --verbose} asked for it: for the demo, whose
+   * timeline on stdout reports every loss the engine would warn about. Call before anything logs.
+   */
+  static void silenceLibraryLogUnlessVerbose() {
+    if (System.getProperty(LIBRARY_LOG_LEVEL) == null) {
+      System.setProperty(LIBRARY_LOG_LEVEL, "off");
+    }
+  }
+
+  /**
    * gRPC logs through java.util.logging, not SLF4J (Ratis's shaded copy says "INFO: Epoll
    * available" at every start): warnings only, unless --verbose. Held here because JUL keeps its
    * loggers only weakly, and would forget the level.

@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The command line as its own JVM, as a terminal or a service manager runs it. A requested stop is a success: {@code dev}, {@code server}, {@code watch}, {@code members
  * --watch} and {@code members --join}, each a child JVM as a service manager runs it, exit 0 on
  * SIGTERM (and on SIGINT, Ctrl-C, where the child is not started with SIGINT ignored), as
- * docs/cli.md's exit status table says.
+ * docs/cli.md's exit status table says. The demo's timeline is its whole output: no log lines on
+ * stderr unless --verbose.
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ChildJvmTest {
@@ -88,6 +89,15 @@ class ChildJvmTest {
 
     assertThat(server.terminate()).as(server.err()).isZero();
     assertThat(server.err()).contains("leasehold server: stopping node n1");
+  }
+
+  @Test
+  void theDemoPrintsItsTimelineWithoutLogLinesOnStderr() throws Exception {
+    Child demo = child("demo", "demo", "--ttl", "300ms", "--duration", "4s", "--seed", "7");
+
+    assertThat(demo.awaitExit()).as(demo.out() + demo.err()).isZero();
+    assertThat(demo.out()).contains("verdict: SAFE");
+    assertThat(demo.err()).as("stderr").isEmpty();
   }
 
   /** Whether SIGINT is ignored in the process: bit 2 of the SigIgn mask in /proc. */
