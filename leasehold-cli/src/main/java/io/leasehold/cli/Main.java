@@ -46,8 +46,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "  ./leasehold faults   the cross-process fault harness and its checker",
       "  ./leasehold micro    JMH micro-benchmarks of the hot paths",
       "",
-      "Exit statuses: 0 ok; 1 failure; 2 bad usage; 69 store unavailable; 75 held elsewhere or"
-          + " timed out (try later); run also 70 lease lost, 127 command not found. See docs/cli.md."
+      "Exit statuses: 0 ok (also a stop asked for by Ctrl-C or SIGTERM); 1 failure; 2 bad usage;"
+          + " 69 store unavailable; 75 held elsewhere or timed out (try later); 77 permission"
+          + " denied; run also 70 lease lost, 127 command not found. See docs/cli.md."
     },
     subcommands = {
       DevCommand.class,

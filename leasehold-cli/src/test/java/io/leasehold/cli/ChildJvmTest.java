@@ -92,6 +92,15 @@ class ChildJvmTest {
   }
 
   @Test
+  void theExitStatusTableSaysAStopIsExit0() throws IOException {
+    String docs = Files.readString(Path.of("../docs/cli.md"));
+    Matcher zero = Pattern.compile("(?m)^\\| 0 \\| (.*)$").matcher(docs);
+    assertThat(zero.find()).isTrue();
+    assertThat(zero.group(1)).contains("SIGTERM", "Ctrl-C", "`dev`", "`server`", "`watch`", "`members`");
+    assertThat(docs).doesNotContainPattern("(?m)^\\| 130 \\|.*\\b(dev|server)\\b");
+  }
+
+  @Test
   void theDemoPrintsItsTimelineWithoutLogLinesOnStderr() throws Exception {
     Child demo = child("demo", "demo", "--ttl", "300ms", "--duration", "4s", "--seed", "7");
 
