@@ -66,12 +66,19 @@ final class AclCommand implements Callable<Integer> {
         description = "How long each node has to answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
-    /** The command's one line when the cluster refused it or did not answer (exit 1). */
+    /** The command's one line when the cluster refused it (exit 1, 77 without the right) or did not answer (1). */
     static final class Refused extends RuntimeException {
       private static final long serialVersionUID = 1L;
 
+      private final int status;
+
       Refused(String line) {
+        this(line, ExitStatus.FAILURE);
+      }
+
+      Refused(String line, int status) {
         super(line, null, false, false);
+        this.status = status;
       }
     }
 
@@ -88,7 +95,7 @@ final class AclCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         err.println("leasehold acl " + name() + ": " + r.getMessage());
         err.flush();
-        return 1;
+        return r.status;
       }
     }
 
@@ -105,7 +112,7 @@ final class AclCommand implements Callable<Integer> {
           throw new Refused("no node of " + uri + " answered (" + Errors.describe(cause) + "); nothing was changed. "
               + Backends.unreachableHint(uri));
         }
-        throw new Refused(Errors.describe(cause));
+        throw new Refused(Errors.describe(cause), Errors.denied(cause) != null ? ExitStatus.DENIED : ExitStatus.FAILURE);
       }
     }
   }

@@ -201,10 +201,15 @@ final class AdminCommand implements Callable<Integer> {
   static final class Snapshot implements Callable<Integer> {
     @Spec private CommandSpec spec;
 
+    /** Without a subcommand: bad usage in one line naming them, as {@code leasehold} alone is. */
     @Override
     public Integer call() {
-      spec.commandLine().usage(spec.commandLine().getErr());
-      return 2;
+      PrintWriter err = spec.commandLine().getErr();
+      err.println("leasehold admin snapshot: a subcommand is needed: "
+          + String.join(", ", spec.commandLine().getSubcommands().keySet()));
+      err.println("Try 'leasehold admin snapshot --help' for more information.");
+      err.flush();
+      return ExitStatus.USAGE;
     }
   }
 
@@ -219,6 +224,7 @@ final class AdminCommand implements Callable<Integer> {
             + " SHA-256, atomically: FILE is whole or absent, never half-written.",
         "Without --backend: $" + Backends.ENV + ", else what `leasehold dev` starts by default:%n  "
             + Backends.DEV_URI,
+        "An existing FILE is kept, and the command exits 2, unless --force.",
         "Exits 0 once FILE is written, 1 if no node answered or the copy failed, 2 for bad options."
       })
   static final class Save implements Callable<Integer> {
@@ -227,8 +233,11 @@ final class AdminCommand implements Callable<Integer> {
 
     @Spec private CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "FILE", description = "Where the backup goes (replaced if it exists).")
+    @Parameters(index = "0", paramLabel = "FILE", description = "Where the backup goes; an existing file only with --force.")
     private Path file;
+
+    @Option(names = "--force", description = "Replace FILE if it exists (default: refuse, and keep it).")
+    private boolean force;
 
     @Option(
         names = "--backend",
@@ -261,6 +270,10 @@ final class AdminCommand implements Callable<Integer> {
       if (Files.isDirectory(file) || dir == null || !Files.isDirectory(dir) || !Files.isWritable(dir)) {
         throw bad("FILE must be a file in a writable directory; was " + file);
       }
+      if (Files.exists(file) && !force) {
+        // An earlier backup may be the only one: not replaced by accident.
+        throw bad("FILE " + file + " exists; --force replaces it");
+      }
       PrintWriter out = spec.commandLine().getOut();
       PrintWriter err = spec.commandLine().getErr();
       Copy copy;
@@ -285,7 +298,8 @@ final class AdminCommand implements Callable<Integer> {
         }
         Backup backup = new Backup(copy.revision(), System.currentTimeMillis(), copy.data());
         backup.writeTo(file);
-        out.println("saved revision " + copy.revision() + " (" + copy.data().length + " bytes, sha256 "
+        // The file's own size (the state, with the backup's header): what ls shows.
+        out.println("saved revision " + copy.revision() + " (" + Files.size(file) + " bytes, sha256 "
             + backup.sha256() + ") to " + file);
         out.flush();
         return 0;

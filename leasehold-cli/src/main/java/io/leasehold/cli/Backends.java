@@ -64,6 +64,13 @@ final class Backends {
    * for the cluster it starts, a check of its own for every other kind of store.
    */
   static String unreachableHint(String uri) {
+    if (scheme(uri).equals("leasehold")) {
+      String tls = tlsNode(uri);
+      if (tls != null) {
+        return "The node at " + tls + " speaks TLS, not plaintext: give its leaseholds:// URI, --backend"
+            + " 'leaseholds://HOST:PORT,...?ca=FILE&cert=FILE&key=FILE' (`./leasehold dev --tls` prints its own).";
+      }
+    }
     return switch (scheme(uri)) {
       case "leaseholds" -> "Is the cluster running with TLS, are these its nodes' client ports, and do its"
           + " certificates come from the authority in ca= and name these hosts? The error above"
@@ -80,6 +87,85 @@ final class Backends {
           + " `kubectl get leases` checks it.";
       default -> "Is the store running? Name it with --backend URI or $" + ENV + ".";
     };
+  }
+
+  /**
+   * {@return the warning for a command that coordinates processes, when its store is {@code
+   * memory:}}, or null for any other store: a {@code memory:} store lives and dies with this one
+   * process, so a second process's command coordinates with nobody.
+   *
+   * @param command what another process would run, e.g. {@code leasehold run}
+   * @param what what it would not see, e.g. {@code this lease}
+   */
+  static String memoryWarning(String uri, String command, String what) {
+    return scheme(uri).equals("memory")
+        ? "warning: memory: is a store inside this one process: a `" + command + "` in another process does"
+            + " not see " + what + ", so nothing is coordinated across processes; use a shared store (`./leasehold"
+            + " dev` prints one)"
+        : null;
+  }
+
+  /**
+   * {@return the first node of a plaintext core URI that answers a TLS handshake, as host:port, or
+   * null}: a cluster that serves TLS only closes a plaintext connection without a word, so a
+   * plaintext client sees only a failed connection. The handshake trusts any certificate: it sends
+   * nothing, and only asks whether the port speaks TLS.
+   */
+  static String tlsNode(String uri) {
+    java.util.List<java.net.InetSocketAddress> endpoints;
+    try {
+      endpoints = io.leasehold.client.CoreBackendProvider.target(uri).endpoints();
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+    for (java.net.InetSocketAddress a : endpoints) {
+      if (speaksTls(a)) {
+        return a.getHostString() + ":" + a.getPort();
+      }
+    }
+    return null;
+  }
+
+  private static final int TLS_PROBE_MILLIS = 1000;
+
+  private static boolean speaksTls(java.net.InetSocketAddress address) {
+    boolean[] certificateShown = {false};
+    javax.net.ssl.X509TrustManager recordOnly =
+        new javax.net.ssl.X509TrustManager() {
+          @Override
+          public void checkClientTrusted(java.security.cert.X509Certificate[] chain, String authType)
+              throws java.security.cert.CertificateException {
+            throw new java.security.cert.CertificateException("a probe is no server");
+          }
+
+          @Override
+          public void checkServerTrusted(java.security.cert.X509Certificate[] chain, String authType) {
+            certificateShown[0] = true;
+          }
+
+          @Override
+          public java.security.cert.X509Certificate[] getAcceptedIssuers() {
+            return new java.security.cert.X509Certificate[0];
+          }
+        };
+    try (java.net.Socket plain = new java.net.Socket()) {
+      // The URI's addresses are unresolved (gRPC resolves them itself).
+      plain.connect(new java.net.InetSocketAddress(address.getHostString(), address.getPort()), TLS_PROBE_MILLIS);
+      plain.setSoTimeout(TLS_PROBE_MILLIS);
+      javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+      context.init(null, new javax.net.ssl.TrustManager[] {recordOnly}, null);
+      try (javax.net.ssl.SSLSocket socket = (javax.net.ssl.SSLSocket)
+          context.getSocketFactory().createSocket(plain, address.getHostString(), address.getPort(), false)) {
+        // gRPC's nodes refuse a handshake without ALPN's h2 before they show a certificate.
+        javax.net.ssl.SSLParameters parameters = socket.getSSLParameters();
+        parameters.setApplicationProtocols(new String[] {"h2"});
+        socket.setSSLParameters(parameters);
+        socket.startHandshake();
+      }
+    } catch (java.io.IOException | java.security.GeneralSecurityException | RuntimeException e) {
+      // Refused, not TLS, or a node asking for a client certificate: the flag says what was seen.
+    }
+    return certificateShown[0];
   }
 
   /** {@return {@code $LEASEHOLD_BACKEND} if set and not blank, else {@link #DEV_URI}} */

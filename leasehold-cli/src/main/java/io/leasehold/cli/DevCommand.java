@@ -226,7 +226,7 @@ final class DevCommand implements Callable<Integer> {
         err.flush();
         return 1;
       }
-      printHint(uri, out);
+      printHint(uri, files, out);
       // --duration counts from the start, so a short run (CI) takes about as long as it says.
       Duration left =
           duration == null ? null : duration.minusNanos(System.nanoTime() - start);
@@ -424,12 +424,21 @@ final class DevCommand implements Callable<Integer> {
     return false;
   }
 
-  private void printHint(String uri, PrintWriter out) {
+  /** {@return {@code s} as one word for a POSIX shell, in single quotes unless it needs none} */
+  static String shellQuoted(String s) {
+    return s.matches("[A-Za-z0-9@%+=:,./_-]+") ? s : "'" + s.replace("'", "'\\''") + "'";
+  }
+
+  private void printHint(String uri, Certificates.DevFiles files, PrintWriter out) {
+    // Quoted for a shell: a leaseholds:// URI's & would end the command there.
     String status =
-        uri.equals(Backends.defaultUri()) ? "./leasehold status" : "./leasehold status --backend " + uri;
+        uri.equals(Backends.defaultUri()) ? "./leasehold status" : "./leasehold status --backend " + shellQuoted(uri);
     out.println();
     out.println("Try this in another terminal:");
     out.println("  " + status);
+    if (files != null || !uri.equals(Backends.defaultUri())) {
+      out.println("or, for every command of that terminal: export " + Backends.ENV + "=" + shellQuoted(uri));
+    }
     out.println("Programs open it with LeaseBackend.open(\"" + uri + "\") (module leasehold-client).");
     out.println(
         duration == null

@@ -18,6 +18,12 @@ final class ExitStatus {
   /** The lease store could not be reached (EX_UNAVAILABLE). */
   static final int UNAVAILABLE = 69;
 
+  /**
+   * The store refused the call for want of a right (EX_NOPERM): definite, so not retried; the
+   * message names the identity, the right and the lease or prefix.
+   */
+  static final int DENIED = 77;
+
   /** {@code run}: the lease was lost while the command ran, and the command was stopped (EX_SOFTWARE). */
   static final int LOST = 70;
 

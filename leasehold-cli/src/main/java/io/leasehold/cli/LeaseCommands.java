@@ -47,11 +47,19 @@ final class LeaseCommands {
    * wrapper class names) and, when the store did not answer, what to check
    * ({@link Backends#unreachableHint}).
    *
-   * @return 1, the exit status
+   * @return the exit status: {@link ExitStatus#DENIED} when the store refused for want of a
+   *     right, else 1
    */
   static int storeFailed(PrintWriter err, String command, String uri, Throwable failure) {
     Throwable cause = Errors.unwrap(failure);
     String message = Errors.describe(cause);
+    if (Errors.denied(cause) != null) {
+      fail(err, command, message);
+      return ExitStatus.DENIED; // a refusal, definite: no hint about reaching the store
+    }
+    if (Errors.tlsProblem(cause) != null) {
+      return fail(err, command, message); // the reason says what to change; no guesses after it
+    }
     boolean unanswered = cause instanceof LeaseStoreUnavailableException || Errors.isNetwork(cause);
     return fail(err, command, unanswered ? message + ". " + Backends.unreachableHint(uri) : message);
   }

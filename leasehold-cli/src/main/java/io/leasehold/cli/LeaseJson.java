@@ -36,16 +36,21 @@ final class LeaseJson {
     return b.append(",\"detail\":").append(quote(event.detail())).append('}').toString();
   }
 
+  /**
+   * The holder, owner and token (null when free), and {@code since} only where the store knows
+   * it: the core does not keep when a tenure began, and a field that is null on every line of a
+   * store says nothing.
+   */
   private static void holding(StringBuilder b, Optional<LeaseHolding> holding) {
     if (holding.isEmpty()) {
-      b.append(",\"holder\":null,\"owner\":null,\"token\":null,\"since\":null");
+      b.append(",\"holder\":null,\"owner\":null,\"token\":null");
       return;
     }
     LeaseHolding h = holding.get();
     b.append(",\"holder\":").append(quote(h.holder()))
         .append(",\"owner\":").append(quote(h.owner()))
-        .append(",\"token\":").append(h.token())
-        .append(",\"since\":").append(h.since().map(s -> quote(s.toString())).orElse("null"));
+        .append(",\"token\":").append(h.token());
+    h.since().ifPresent(s -> b.append(",\"since\":").append(quote(s.toString())));
   }
 
   static String quote(String s) {

@@ -36,6 +36,9 @@ final class LeaseRunner {
   /** Whether the lease is free could not be found out: store unreachable (EX_UNAVAILABLE). */
   static final int UNAVAILABLE = ExitStatus.UNAVAILABLE;
 
+  /** The store refused the lease for want of a right (EX_NOPERM): definite, not retried. */
+  static final int DENIED = ExitStatus.DENIED;
+
   /** The command could not be started, as a shell reports a command it cannot run. */
   static final int CANNOT_START = ExitStatus.CANNOT_RUN;
 
@@ -154,6 +157,12 @@ final class LeaseRunner {
           say("reached the store again");
         }
         return -1;
+      }
+      String refusal = error == null ? null : Errors.denied(error);
+      if (refusal != null) {
+        // Definite, with --wait too: waiting does not grant a right.
+        say("lease '" + lease.name() + "': permission denied: " + refusal);
+        return DENIED;
       }
       String holder = lease.lastKnownHolder().map(h -> "held by " + h).orElse("held by another holder");
       if (!wait) {

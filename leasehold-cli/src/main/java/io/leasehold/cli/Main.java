@@ -46,8 +46,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
       "  ./leasehold faults   the cross-process fault harness and its checker",
       "  ./leasehold micro    JMH micro-benchmarks of the hot paths",
       "",
-      "Exit statuses: 0 ok; 1 failure; 2 bad usage; 69 store unavailable; 75 held elsewhere or"
-          + " timed out (try later); run also 70 lease lost, 127 command not found. See docs/cli.md."
+      "Exit statuses: 0 ok (also a stop asked for by Ctrl-C or SIGTERM); 1 failure; 2 bad usage;"
+          + " 69 store unavailable; 75 held elsewhere or timed out (try later); 77 permission"
+          + " denied; run also 70 lease lost, 127 command not found. See docs/cli.md."
     },
     subcommands = {
       DevCommand.class,
@@ -95,6 +96,16 @@ public final class Main implements Callable<Integer> {
   }
 
   /**
+   * Turns the library's log off, unless {@code --verbose} asked for it: for the demo, whose
+   * timeline on stdout reports every loss the engine would warn about. Call before anything logs.
+   */
+  static void silenceLibraryLogUnlessVerbose() {
+    if (System.getProperty(LIBRARY_LOG_LEVEL) == null) {
+      System.setProperty(LIBRARY_LOG_LEVEL, "off");
+    }
+  }
+
+  /**
    * gRPC logs through java.util.logging, not SLF4J (Ratis's shaded copy says "INFO: Epoll
    * available" at every start): warnings only, unless --verbose. Held here because JUL keeps its
    * loggers only weakly, and would forget the level.
@@ -111,7 +122,9 @@ public final class Main implements Callable<Integer> {
     for (java.util.logging.Logger l : GRPC_JUL) {
       l.setLevel(java.util.logging.Level.WARNING);
     }
-    System.exit(commandLine().execute(args));
+    Foreground.ownTheJvm();
+    // Through Foreground: a command stopped by Ctrl-C or SIGTERM exits with its own status too.
+    Foreground.exit(commandLine().execute(args));
   }
 
   /**

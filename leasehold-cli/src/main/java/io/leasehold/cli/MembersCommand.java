@@ -135,6 +135,11 @@ final class MembersCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
           throw new ParameterException(spec.commandLine(), "--data: " + e.getMessage());
         }
+        String alone = Backends.memoryWarning(uri, "leasehold members", "this member");
+        if (alone != null) {
+          spec.commandLine().getErr().println("leasehold members: " + alone);
+          spec.commandLine().getErr().flush();
+        }
         return join(joiner, uri);
       }
       return watch ? watch(store) : list(store, uri);
@@ -218,6 +223,12 @@ final class MembersCommand implements Callable<Integer> {
         }
         out.println(b.append("]}"));
       } else if (members.isEmpty()) {
+        slotBeyond(store).ifPresent(slot -> {
+          throw new ParameterException(
+              spec.commandLine(),
+              "--max-members " + maxMembers + " is not the group's slot count: slot " + slot + " of group '" + group
+                  + "' is held, so its members joined with --max-members " + (slot + 1) + " or more; give theirs");
+        });
         out.println("group '" + group + "' has no members");
       } else {
         out.println("group '" + group + "' has " + members.size() + " member" + (members.size() == 1 ? "" : "s")
@@ -237,6 +248,25 @@ final class MembersCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * {@return the last held slot beyond {@code --max-members}, if any}: a group looked at with fewer
+   * slots than its members joined with looks empty, so an empty answer is checked against every
+   * slot a group may have. Best effort: nothing if that cannot be read.
+   */
+  private java.util.Optional<Integer> slotBeyond(LeaseBackend store) throws InterruptedException {
+    if (maxMembers >= Membership.MAX_MAX_MEMBERS) {
+      return java.util.Optional.empty();
+    }
+    try {
+      List<GroupMember> all = Membership.list(store, group, Membership.MAX_MAX_MEMBERS)
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return all.stream().map(GroupMember::slot).filter(s -> s >= maxMembers).max(Integer::compare);
+    } catch (IllegalArgumentException | ExecutionException | TimeoutException | CompletionException e) {
+      return java.util.Optional.empty(); // a long group name has no slot 1023; a slow store: no check
+    }
+  }
+
+  @SuppressWarnings("try") // the Foreground is there for its shutdown hook, not used in the body
   private int watch(LeaseBackend store) throws InterruptedException {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
@@ -264,13 +294,16 @@ final class MembersCommand implements Callable<Integer> {
     } catch (UnsupportedOperationException e) {
       return LeaseCommands.fail(err, "members", e.getMessage());
     }
-    try (view) {
+    // Ctrl-C and SIGTERM interrupt the wait for the next line: the end asked for, exit 0.
+    try (view; Foreground stop = Foreground.interruptingThisThread()) {
       // Printed here, not on the recipe's thread, so a slow terminal slows nobody.
       for (int printed = 0; count == null || printed < count; printed++) {
         String line = lines.take();
         out.println(line.replace("@TIME@", Instant.now().truncatedTo(ChronoUnit.MILLIS).toString()));
         out.flush();
       }
+      return 0;
+    } catch (InterruptedException stopped) {
       return 0;
     }
   }
@@ -299,9 +332,10 @@ final class MembersCommand implements Callable<Integer> {
     StringBuilder b = new StringBuilder("{\"memberId\":").append(LeaseJson.quote(m.memberId()))
         .append(",\"holder\":").append(LeaseJson.quote(m.holder()))
         .append(",\"slot\":").append(m.slot())
-        .append(",\"token\":").append(m.token())
-        .append(",\"since\":").append(m.since().map(s -> LeaseJson.quote(s.toString())).orElse("null"))
-        .append(",\"data\":{");
+        .append(",\"token\":").append(m.token());
+    // Only where the store knows it (not on the core), as get --json does.
+    m.since().ifPresent(s -> b.append(",\"since\":").append(LeaseJson.quote(s.toString())));
+    b.append(",\"data\":{");
     boolean first = true;
     for (Map.Entry<String, String> e : m.data().entrySet()) {
       b.append(first ? "" : ",").append(LeaseJson.quote(e.getKey())).append(':').append(LeaseJson.quote(e.getValue()));

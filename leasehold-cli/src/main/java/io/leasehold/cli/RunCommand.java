@@ -157,6 +157,11 @@ final class RunCommand implements Callable<Integer> {
       throw bad(uriSource + " is not a usable backend URI ('" + uri + "'): " + e.getMessage());
     }
     try (store) {
+      String alone = Backends.memoryWarning(uri, "leasehold run", "this lease");
+      if (alone != null) {
+        err.println("leasehold run: " + alone);
+        err.flush();
+      }
       Lease lease;
       try {
         lease = store.newLease(settings);

@@ -53,8 +53,11 @@ final class StatusCommand implements Callable<Integer> {
       description = "How long each node has to answer, 100ms to 1m (default: ${DEFAULT-VALUE}).")
   private Duration timeout;
 
-  /** One node's answer, or why there was none. */
-  private record Answer(InetSocketAddress endpoint, StatusResponse response, String failure) {}
+  /**
+   * One node's answer, or why there was none; {@code denied}: the node answered for itself only,
+   * since this identity may not read the cluster's counts (the server's reason).
+   */
+  private record Answer(InetSocketAddress endpoint, StatusResponse response, String failure, String denied) {}
 
   /** TLS to the nodes, from a {@code leaseholds://} URI; null in plaintext. */
   private io.leasehold.client.ClientTls tls;
@@ -85,9 +88,17 @@ final class StatusCommand implements Callable<Integer> {
     if (answered.isEmpty()) {
       out.flush();
       PrintWriter err = spec.commandLine().getErr();
-      err.println("leasehold status: no node of " + uri + " answered. " + Backends.unreachableHint(uri));
+      boolean tlsProblem = answers.stream().anyMatch(a -> a.failure.startsWith("(TLS: "));
+      err.println("leasehold status: no node of " + uri + " answered"
+          + (tlsProblem ? " (the reason is above)." : ". " + Backends.unreachableHint(uri)));
       err.flush();
       return 1;
+    }
+    Optional<String> denied = answered.stream().map(Answer::denied).filter(d -> d != null).findFirst();
+    if (denied.isPresent()) {
+      out.println("counts not shown: " + denied.get());
+      out.flush();
+      return 0;
     }
     Optional<StatusResponse> leader =
         answered.stream().map(Answer::response).filter(r -> !r.getLeaderId().isEmpty()).findFirst();
@@ -129,11 +140,8 @@ final class StatusCommand implements Callable<Integer> {
         calls.add(
             client
                 .<StatusResponse>call((stub, o) -> stub.status(StatusRequest.getDefaultInstance(), o))
-                .handle(
-                    (r, e) ->
-                        e == null && r.getNodesCount() > 0
-                            ? new Answer(endpoint, r, null)
-                            : new Answer(endpoint, null, e == null ? "(empty answer)" : why(e))));
+                .handle((r, e) -> answer(client, endpoint, r, e))
+                .thenCompose(f -> f));
       }
       return calls.stream().map(CompletableFuture::join).toList();
     } finally {
@@ -141,21 +149,50 @@ final class StatusCommand implements Callable<Integer> {
     }
   }
 
+  /**
+   * The node's answer; when this identity may not read the cluster's counts (they need the right
+   * {@code admin}), the node is asked again for its own state alone, which needs no right.
+   */
+  private CompletableFuture<Answer> answer(CoreClient client, InetSocketAddress endpoint, StatusResponse r, Throwable e) {
+    if (e == null) {
+      return CompletableFuture.completedFuture(
+          r.getNodesCount() > 0 ? new Answer(endpoint, r, null, null) : new Answer(endpoint, null, "(empty answer)", null));
+    }
+    String refusal = Errors.denied(e);
+    if (refusal == null) {
+      return CompletableFuture.completedFuture(new Answer(endpoint, null, why(e), null));
+    }
+    return client
+        .<StatusResponse>call((stub, o) -> stub.status(StatusRequest.newBuilder().setNodeOnly(true).build(), o))
+        .handle(
+            (own, again) ->
+                again == null && own.getNodesCount() > 0
+                    ? new Answer(endpoint, own, null, refusal)
+                    : new Answer(endpoint, null, "(permission denied: " + refusal + ")", null));
+  }
+
+  /**
+   * Why a node did not answer, in a few words: never the transport's own text ("recvAddress(..)
+   * failed with error(-104)") or an exception's class name, as docs/cli.md promises.
+   */
   private static String why(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     Status s = Status.fromThrowable(t);
     if (s.getCode() == Status.Code.DEADLINE_EXCEEDED) {
       return "(no answer in time)";
     }
-    if (s.getCode() == Status.Code.UNAVAILABLE) {
-      Throwable cause = s.getCause();
-      if (cause instanceof java.net.ConnectException) {
-        String m = String.valueOf(cause.getMessage());
-        return m.contains("refused") ? "(connection refused)" : "(cannot connect: " + m + ")";
-      }
-      return "(" + (cause != null ? cause.getMessage() : "unavailable: " + s.getDescription()) + ")";
+    String tls = Errors.tlsProblem(t);
+    if (tls != null) {
+      return "(TLS: " + tls + ")";
     }
-    return "(" + (t.getMessage() != null ? t.getMessage() : t.toString()) + ")";
+    String network = Errors.networkReason(t);
+    if (network != null) {
+      return "(" + network + ")";
+    }
+    if (s.getCode() == Status.Code.UNAVAILABLE) {
+      return "(no answer: the connection failed)";
+    }
+    return "(" + Errors.describe(t) + ")";
   }
 
 

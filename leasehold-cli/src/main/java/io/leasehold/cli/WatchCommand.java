@@ -63,6 +63,7 @@ final class WatchCommand implements Callable<Integer> {
   private Duration timeout;
 
   @Override
+  @SuppressWarnings("try") // the Foreground is there for its shutdown hook, not used in the body
   public Integer call() throws InterruptedException {
     LeaseCommands.checkName(spec, name);
     LeaseCommands.checkTimeout(spec, timeout);
@@ -81,7 +82,8 @@ final class WatchCommand implements Callable<Integer> {
       } catch (UnsupportedOperationException e) {
         return LeaseCommands.fail(err, "watch", e.getMessage());
       }
-      try {
+      // Ctrl-C and SIGTERM interrupt the wait for the next event: the end asked for, exit 0.
+      try (Foreground stop = Foreground.interruptingThisThread()) {
         // Printed here, not on the backend's callback thread, so a slow terminal slows nobody.
         for (int printed = 0; count == null || printed < count; printed++) {
           LeaseEvent event =
@@ -94,6 +96,8 @@ final class WatchCommand implements Callable<Integer> {
           out.println(json ? LeaseJson.event(seenAt, event) : seenAt + " " + event);
           out.flush();
         }
+      } catch (InterruptedException stopped) {
+        return 0;
       } finally {
         subscription.cancel();
       }

@@ -66,8 +66,8 @@ class AclCommandTest {
     assertThat(list.out()).contains("root: CN=admin (every right)", "CN=billing,O=Acme lease \"billing/\"");
 
     Cli refused = Cli.run("acl", "grant", "CN=billing", "admin", "--backend", uri("billing"));
-    assertThat(refused.exitCode()).isEqualTo(1);
-    assertThat(refused.err()).contains("PERMISSION_DENIED", "identity \"CN=billing\"", "right \"admin\"").doesNotContain("\tat ");
+    assertThat(refused.exitCode()).isEqualTo(ExitStatus.DENIED);
+    assertThat(refused.err()).contains("permission denied", "identity \"CN=billing\"", "right \"admin\"").doesNotContain("\tat ");
 
     Cli rootRevoke = Cli.run("acl", "revoke", "CN=admin", "admin", "--backend", uri("admin"));
     assertThat(rootRevoke.exitCode()).isEqualTo(1);
@@ -79,5 +79,79 @@ class AclCommandTest {
     Cli again = Cli.run("acl", "revoke", "CN=billing,O=Acme", "lease", "billing/", "--backend", uri("admin"));
     assertThat(again.exitCode()).isEqualTo(1);
     assertThat(again.err()).contains("the ACL holds no entry");
+  }
+
+  /** The URI with the CA only: no client certificate, to a node that requires one. */
+  private static String uriWithoutClientCertificate() {
+    return "leaseholds://" + cluster.peers().stream().map(Peer::clientEndpoint).collect(Collectors.joining(","))
+        + "?ca=" + dir.resolve("ca.pem");
+  }
+
+  private static String plainUri() {
+    return "leasehold://" + cluster.peers().stream().map(Peer::clientEndpoint).collect(Collectors.joining(","));
+  }
+
+  private static List<String> lines(String text) {
+    return text.lines().filter(l -> !l.isBlank()).toList();
+  }
+
+  @Test
+  void aDenialUnderRunIsItsOwnExitStatusInOneLineNamingTheIdentityRightAndLease() {
+    await("the cluster answers").atMost(Duration.ofSeconds(60)).until(() -> Cli.run("acl", "list", "--backend", uri("admin")).exitCode() == 0);
+
+    // A right elsewhere, so that the refusal is about this lease (with none at all, it is about the session).
+    assertThat(Cli.run("acl", "grant", "CN=billing", "read", "reports/", "--backend", uri("admin")).exitCode()).isZero();
+
+    Cli run = Cli.run("run", "--backend", uri("billing"), "--lease", "orders", "--", "true");
+
+    assertThat(run.exitCode()).as(run.err()).isEqualTo(ExitStatus.DENIED);
+    assertThat(lines(run.err())).as(run.err()).hasSize(1);
+    assertThat(run.err())
+        .contains("permission denied", "identity \"CN=billing\"", "right \"lease\"", "\"orders\"")
+        .doesNotContain("unavailable", "could not find out", "TLS", "PERMISSION_DENIED", "Exception");
+
+    Cli waiting = Cli.run("run", "--backend", uri("billing"), "--lease", "orders", "--wait", "--", "true");
+    assertThat(waiting.exitCode()).as("--wait does not wait for a right: " + waiting.err()).isEqualTo(ExitStatus.DENIED);
+  }
+
+  @Test
+  void statusWithANonAdminCertificateShowsTheNodesAndSaysTheCountsNeedAdmin() {
+    await("the cluster answers").atMost(Duration.ofSeconds(60)).until(() -> Cli.run("acl", "list", "--backend", uri("admin")).exitCode() == 0);
+
+    Cli status = Cli.run("status", "--backend", uri("billing"));
+
+    assertThat(status.exitCode()).as(status.out() + status.err()).isZero();
+    assertThat(status.out()).doesNotContain("UNREACHABLE").contains("LEADER")
+        .contains("counts not shown: identity \"CN=billing\" has no right \"admin\"");
+  }
+
+  @Test
+  void noClientCertificateIsNamedInOneLine() {
+    await("the cluster answers").atMost(Duration.ofSeconds(60)).until(() -> Cli.run("acl", "list", "--backend", uri("admin")).exitCode() == 0);
+
+    Cli status = Cli.run("status", "--backend", uriWithoutClientCertificate(), "--timeout", "5s");
+    Cli get = Cli.run("get", "x", "--backend", uriWithoutClientCertificate(), "--timeout", "5s");
+
+    assertThat(status.exitCode()).isEqualTo(1);
+    assertThat(status.out() + status.err())
+        .contains("the node asks for a client certificate and the URI names none (add cert=FILE&key=FILE)")
+        .doesNotContain("OpenSsl", "TLSV1_ALERT", "Exception");
+    assertThat(get.exitCode()).isEqualTo(1);
+    assertThat(lines(get.err())).as(get.err()).hasSize(1);
+    assertThat(get.err())
+        .contains("the node asks for a client certificate and the URI names none (add cert=FILE&key=FILE)")
+        .doesNotContain("OpenSsl", "TLSV1_ALERT", "Exception");
+  }
+
+  @Test
+  void plainStatusAgainstATlsClusterSaysItSpeaksTlsAndWhatToPass() {
+    await("the cluster answers").atMost(Duration.ofSeconds(60)).until(() -> Cli.run("acl", "list", "--backend", uri("admin")).exitCode() == 0);
+
+    Cli status = Cli.run("status", "--backend", plainUri(), "--timeout", "2s");
+
+    assertThat(status.exitCode()).isEqualTo(1);
+    assertThat(status.err())
+        .contains("speaks TLS", "leaseholds://", "ca=FILE&cert=FILE&key=FILE")
+        .doesNotContain("Is the cluster running");
   }
 }

@@ -113,4 +113,29 @@ class AdminCommandTest {
       servers.forEach(RunningCli::close);
     }
   }
+
+  @Test
+  void snapshotSaveReportsTheFilesOwnSizeAndReplacesAFileOnlyWithForce() throws Exception {
+    Path dir = DevCommandTest.freshDir("snapshot-save");
+    try (LocalCluster cluster = LocalCluster.start(1, 0, dir.resolve("data"), c -> c.withElectionTimeout(Duration.ofMillis(300)))) {
+      cluster.awaitLeader(PATIENCE);
+      Path file = dir.resolve("core.backup");
+
+      Cli first = await("the first save").atMost(PATIENCE)
+          .until(() -> Cli.run("admin", "snapshot", "save", file.toString(), "--backend", cluster.uri()), c -> c.exitCode() == 0);
+
+      long size = java.nio.file.Files.size(file);
+      assertThat(first.out()).as("the size said is the file's").contains("(" + size + " bytes, sha256 ");
+      byte[] before = java.nio.file.Files.readAllBytes(file);
+
+      Cli again = Cli.run("admin", "snapshot", "save", file.toString(), "--backend", cluster.uri());
+      assertThat(again.exitCode()).as(again.out() + again.err()).isEqualTo(2);
+      assertThat(again.err()).contains("FILE " + file + " exists; --force replaces it");
+      assertThat(java.nio.file.Files.readAllBytes(file)).as("kept as it was").isEqualTo(before);
+
+      Cli forced = Cli.run("admin", "snapshot", "save", file.toString(), "--force", "--backend", cluster.uri());
+      assertThat(forced.exitCode()).as(forced.out() + forced.err()).isZero();
+      assertThat(forced.out()).contains("(" + java.nio.file.Files.size(file) + " bytes, sha256 ");
+    }
+  }
 }

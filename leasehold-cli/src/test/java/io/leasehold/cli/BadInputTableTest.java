@@ -29,11 +29,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class BadInputTableTest {
 
   /** docs/cli.md's exit statuses, but 0. */
-  static final Set<Integer> DOCUMENTED = Set.of(1, 2, 69, 70, 75, 127, 130);
+  static final Set<Integer> DOCUMENTED = Set.of(1, 2, 69, 70, 75, 77, 127, 130);
 
   private static int free;
   private static int taken;
   private static ServerSocket holder;
+  private static ServerSocket resetting;
 
   @BeforeAll
   static void ports() throws IOException {
@@ -41,11 +42,27 @@ class BadInputTableTest {
     taken = RunningCli.freePortPair();
     holder = new ServerSocket();
     holder.bind(new InetSocketAddress(taken + 1)); // every address, as Ratis binds
+    resetting = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+    Thread resetter = new Thread(BadInputTableTest::resetEveryConnection, "resetter");
+    resetter.setDaemon(true);
+    resetter.start();
+  }
+
+  /** {@code RESET}: a port that takes each connection and resets it at once (a peer that crashed). */
+  private static void resetEveryConnection() {
+    while (!resetting.isClosed()) {
+      try (java.net.Socket s = resetting.accept()) {
+        s.setSoLinger(true, 0);
+      } catch (IOException closed) {
+        // closed at the end of the class, or one connection failed: go on with the next
+      }
+    }
   }
 
   @AfterAll
   static void release() throws IOException {
     holder.close();
+    resetting.close();
   }
 
   static Stream<Arguments> table() {
@@ -256,6 +273,23 @@ class BadInputTableTest {
         row(2, "Invalid value for option '--max-watch-backlog': 'lots' is not an int",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-watch-backlog", "lots"),
+        // the operator's first hour: a mistyped scheme gets the nearest real one, not a made-up module
+        row(2, "no Leasehold backend for scheme 'leasehol' is on the class path or module path (available: etcd,"
+            + " etcds, kubernetes, leasehold, leaseholds, memory, zookeeper); did you mean 'leasehold:'?",
+            "run", "--backend", "leasehol://127.0.0.1:FREE", "--lease", "x", "--", "true"),
+        row(2, "for scheme 'nosuch' is on the class path or module path (available: etcd, etcds, kubernetes,"
+            + " leasehold, leaseholds, memory, zookeeper); no Leasehold module serves it",
+            "get", "x", "--backend", "nosuch://x"),
+        // memory: coordinates nothing across processes: run and members --join say so
+        row(1, "memory: is a store inside this one process: a `leasehold run` in another process does not see"
+            + " this lease", "run", "--backend", "memory:", "--lease", "x", "--", "false"),
+        // a node that resets the connection: the reason in a few words, not the transport's text
+        row(1, "?          127.0.0.1:RESET        UNREACHABLE         -          -   (connection reset)",
+            "status", "--backend", "leasehold://127.0.0.1:RESET", "--timeout", "1s"),
+        // admin snapshot: a bare group says which subcommand; an existing FILE is kept without --force
+        row(2, "leasehold admin snapshot: a subcommand is needed: save", "admin", "snapshot"),
+        row(2, "FILE pom.xml exists; --force replaces it",
+            "admin", "snapshot", "save", "pom.xml", "--backend", core, "--timeout", "500ms"),
         // demo
         row(2, "--contenders must be between 2 and 9; was 1", "demo", "--contenders", "1"),
         row(2, "--ttl must be between 200ms and 1m; was 10ms", "demo", "--ttl", "10ms"));
@@ -274,7 +308,7 @@ class BadInputTableTest {
 
     String said = run.err();
     assertThat(run.exitCode()).as("exit status; stderr:%n%s", said).isEqualTo(status).isIn(DOCUMENTED);
-    assertThat(said).contains(ports(message));
+    assertThat(said + run.out()).contains(ports(message));
     assertThat(said + run.out())
         .as("no stack trace")
         .doesNotContain("\tat ", "Caused by", "Exception:", "Terminating with exit status");
@@ -284,7 +318,8 @@ class BadInputTableTest {
   }
 
   private static String ports(String s) {
-    return s.replace("TAKEN1", Integer.toString(taken + 1))
+    return s.replace("RESET", Integer.toString(resetting.getLocalPort()))
+        .replace("TAKEN1", Integer.toString(taken + 1))
         .replace("TAKEN", Integer.toString(taken))
         .replace("FREE", Integer.toString(free));
   }

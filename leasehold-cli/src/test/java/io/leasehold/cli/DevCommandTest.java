@@ -67,6 +67,10 @@ class DevCommandTest {
           .contains("a client needs the CA ")
           .contains("The core works.");
       assertThat(uri).contains("?ca=").contains("&cert=").contains("&key=");
+      // What is meant to be pasted into a shell is quoted: unquoted, the shell ends the command at the &.
+      assertThat(dev.out())
+          .contains("\n  ./leasehold status --backend '" + uri + "'\n")
+          .contains("\nor, for every command of that terminal: export LEASEHOLD_BACKEND='" + uri + "'\n");
 
       Cli status = Cli.run("status", "--backend", uri, "--timeout", "5s");
       assertThat(status.exitCode()).as(status.out() + status.err()).isZero();

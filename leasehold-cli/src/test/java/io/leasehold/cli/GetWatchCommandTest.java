@@ -56,7 +56,7 @@ class GetWatchCommandTest {
           .isEqualTo("lease 'orders' is held by " + held.holder() + " with token " + token + "%n  address = 10.0.0.1:8080%n".formatted());
       assertThat(json.out().strip())
           .isEqualTo("{\"name\":\"orders\",\"holder\":\"" + held.holder() + "\",\"owner\":\"node-1\",\"token\":" + token
-              + ",\"since\":null,\"attached\":{\"address\":\"10.0.0.1:8080\"}}");
+              + ",\"attached\":{\"address\":\"10.0.0.1:8080\"}}");
 
       held.release().get(20, TimeUnit.SECONDS);
       Cli free = Cli.run("get", "orders", "--backend", cluster.uri());

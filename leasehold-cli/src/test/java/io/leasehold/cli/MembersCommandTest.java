@@ -47,7 +47,7 @@ class MembersCommandTest {
       assertThat(json.out().strip())
           .isEqualTo("{\"group\":\"workers\",\"maxMembers\":4,\"members\":[{\"memberId\":\"node-1\",\"holder\":\""
               + member.lease().holder() + "\",\"slot\":" + member.slot() + ",\"token\":" + member.token()
-              + ",\"since\":null,\"data\":{\"address\":\"10.0.0.1:8080\"}}]}");
+              + ",\"data\":{\"address\":\"10.0.0.1:8080\"}}]}");
 
       StringWriter out = new StringWriter();
       StringWriter err = new StringWriter();
@@ -118,5 +118,30 @@ class MembersCommandTest {
     Cli empty = Cli.run("members", "workers", "--backend", "memory:");
     assertThat(empty.exitCode()).isZero();
     assertThat(empty.out()).isEqualTo("group 'workers' has no members%n".formatted());
+  }
+
+  @Test
+  void aMaxMembersSmallerThanTheGroupsSaysTheSlotCountDiffers() throws Exception {
+    try (LocalCluster cluster =
+            LocalCluster.start(1, 0, DevCommandTest.freshDir("members-slots"), c -> c.withElectionTimeout(Duration.ofMillis(300)));
+        LeaseBackend backend = LeaseBackend.open(cluster.uri())) {
+      // A member of a group of 64 slots, in slot 40: beyond the 4 slots asked for below.
+      io.leasehold.Lease slot40 = backend.newLease(
+          io.leasehold.LeaseSettings.builder(Membership.slotName("wide", 40), "node-9").ttl(Duration.ofSeconds(30)).build());
+      await("node-9 takes slot 40").atMost(Duration.ofSeconds(30)).ignoreExceptions()
+          .until(() -> slot40.acquire().get(20, TimeUnit.SECONDS));
+
+      Cli narrow = Cli.run("members", "wide", "--backend", cluster.uri(), "--max-members", "4");
+
+      assertThat(narrow.exitCode()).as(narrow.out() + narrow.err()).isEqualTo(2);
+      assertThat(narrow.out()).doesNotContain("has no members");
+      assertThat(narrow.err()).contains(
+          "--max-members 4 is not the group's slot count: slot 40 of group 'wide' is held, so its members joined with"
+              + " --max-members 41 or more");
+      Cli wide = Cli.run("members", "wide", "--backend", cluster.uri());
+      assertThat(wide.exitCode()).as(wide.err()).isZero();
+      assertThat(wide.out()).contains("group 'wide' has 1 member (of 64 slots)");
+      slot40.release().get(20, TimeUnit.SECONDS);
+    }
   }
 }
