@@ -69,18 +69,6 @@ class ChildJvmTest {
   }
 
   @Test
-  void devExits0OnSigint() throws Exception {
-    Child dev = child("dev-int", "dev", "--nodes", "1", "--port", "0");
-    dev.awaitOut("Ctrl-C stops the cluster\\.");
-    org.junit.jupiter.api.Assumptions.assumeFalse(
-        ignoresSigint(dev.process), "this test's JVM was started with SIGINT ignored, and so is its child");
-
-    new ProcessBuilder("kill", "-INT", Long.toString(dev.process.pid())).inheritIO().start().waitFor();
-
-    assertThat(dev.awaitExit()).as(dev.out() + dev.err()).isZero();
-  }
-
-  @Test
   void serverExits0OnSigterm() throws Exception {
     int port = RunningCli.freePortPair();
     Child server = child("server", "server", "--id", "n1", "--peers", "n1=127.0.0.1:" + port,
@@ -107,16 +95,6 @@ class ChildJvmTest {
     assertThat(demo.awaitExit()).as(demo.out() + demo.err()).isZero();
     assertThat(demo.out()).contains("verdict: SAFE");
     assertThat(demo.err()).as("stderr").isEmpty();
-  }
-
-  /** Whether SIGINT is ignored in the process: bit 2 of the SigIgn mask in /proc. */
-  private static boolean ignoresSigint(Process p) throws IOException {
-    for (String line : Files.readAllLines(Path.of("/proc/" + p.pid() + "/status"))) {
-      if (line.startsWith("SigIgn:")) {
-        return (Long.parseLong(line.substring(7).strip(), 16) & 0x2) != 0;
-      }
-    }
-    return false;
   }
 
   private Child child(String name, String... args) throws IOException {
