@@ -140,7 +140,7 @@ final class AclCommand implements Callable<Integer> {
       String normal;
       try {
         // Written as the nodes write a certificate's subject, so the entry matches it.
-        normal = io.leasehold.server.ClientIdentity.parse(identity).toString();
+        normal = io.leasehold.server.edge.ClientIdentity.parse(identity).toString();
       } catch (IllegalArgumentException e) {
         throw new ParameterException(spec.commandLine(), "IDENTITY " + e.getMessage().substring("identity ".length()));
       }

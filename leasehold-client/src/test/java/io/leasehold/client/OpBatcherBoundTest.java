@@ -2,7 +2,7 @@ package io.leasehold.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.leasehold.server.CoreState;
+import io.leasehold.server.replicated.CoreState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

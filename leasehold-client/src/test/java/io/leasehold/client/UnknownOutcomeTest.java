@@ -9,7 +9,7 @@ import io.leasehold.core.proto.BatchOp;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
-import io.leasehold.server.CoreState;
+import io.leasehold.server.replicated.CoreState;
 import io.leasehold.server.LocalCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,6 +1,6 @@
 package io.leasehold.jmh;
 
-import io.leasehold.server.CoreState;
+import io.leasehold.server.replicated.CoreState;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.GrantRequest;

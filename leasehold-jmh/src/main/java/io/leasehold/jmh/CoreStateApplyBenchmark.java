@@ -1,6 +1,6 @@
 package io.leasehold.jmh;
 
-import io.leasehold.server.CoreState;
+import io.leasehold.server.replicated.CoreState;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.server.state.Command;

@@ -1,6 +1,6 @@
 package io.leasehold.jmh;
 
-import io.leasehold.server.CoreState;
+import io.leasehold.server.replicated.CoreState;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;

@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.edge.ClientIdentity;
+
 /**
  * Identity-based settings of a node (docs/security.md, "Identity and access control").
  *

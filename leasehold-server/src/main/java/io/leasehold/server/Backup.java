@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.replicated.CoreState;
+
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

@@ -1,5 +1,26 @@
 package io.leasehold.server;
 
+import io.leasehold.server.admin.LeadershipTransfer;
+import io.leasehold.server.admin.MembershipChanges;
+import io.leasehold.server.edge.AccessControl;
+import io.leasehold.server.edge.AddresseeCheck;
+import io.leasehold.server.edge.ClientIdentity;
+import io.leasehold.server.edge.ClientService;
+import io.leasehold.server.edge.LeaderHint;
+import io.leasehold.server.edge.LimitChecks;
+import io.leasehold.server.edge.WatchHub;
+import io.leasehold.server.raft.ClusterClock;
+import io.leasehold.server.raft.LeaderClients;
+import io.leasehold.server.raft.LeaderRefusals;
+import io.leasehold.server.raft.LeaseStateMachine;
+import io.leasehold.server.raft.PeerSettings;
+import io.leasehold.server.raft.Polling;
+import io.leasehold.server.raft.RaftGateway;
+import io.leasehold.server.raft.SessionExpiry;
+import io.leasehold.server.raft.SessionKeeper;
+import io.leasehold.server.replicated.CoreState;
+import io.leasehold.server.replicated.TenureChange;
+
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -55,13 +76,13 @@ public final class CoreNode implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(CoreNode.class);
 
   /** One Raft group serves the whole key space; its id is fixed so restarts find their storage. */
-  static final RaftGroupId GROUP_ID =
+  public static final RaftGroupId GROUP_ID =
       RaftGroupId.valueOf(UUID.nameUUIDFromBytes("leasehold-core".getBytes(StandardCharsets.UTF_8)));
 
   private static final long EXPIRY_TICK_MILLIS = 20;
 
   /** How long one request inside Ratis may take before it is failed (and retried by the caller). */
-  static final Duration RATIS_REQUEST_TIMEOUT = Duration.ofSeconds(3);
+  public static final Duration RATIS_REQUEST_TIMEOUT = Duration.ofSeconds(3);
 
   /** The leader lease lasts this part of the shortest election timeout (Ratis's default). */
   static final double LEADER_LEASE_RATIO = 0.9;
@@ -369,7 +390,7 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /** {@return the longest election timeout, in ms, for the shortest {@code minMs}: see properties()} */
-  static long longestElectionTimeoutMs(long minMs) {
+  public static long longestElectionTimeoutMs(long minMs) {
     return Math.max(minMs * 6 / 5, minMs + 50);
   }
 
@@ -495,30 +516,30 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /** {@return this node's session deadlines, for tests} */
-  LeadershipTransfer leadership() {
+  public LeadershipTransfer leadership() {
     return leadership;
   }
 
-  LeaseStateMachine stateMachine() {
+  public LeaseStateMachine stateMachine() {
     return stateMachine;
   }
 
-  SessionKeeper sessionKeeper() {
+  public SessionKeeper sessionKeeper() {
     return keeper;
   }
 
   /** {@return the clients it forwards writes with, for tests} */
-  LeaderClients forwardingClients() {
+  public LeaderClients forwardingClients() {
     return forwardingClients;
   }
 
   /** {@return the clients it forwards reads with, for tests} */
-  LeaderClients readingClients() {
+  public LeaderClients readingClients() {
     return readingClients;
   }
 
   /** {@return the expiry loop, for tests} */
-  SessionExpiry sessionExpiry() {
+  public SessionExpiry sessionExpiry() {
     return sessionExpiry;
   }
 
@@ -761,12 +782,12 @@ public final class CoreNode implements AutoCloseable {
   }
 
   /** {@return this node's Raft division} (for tests that act behind the node's back) */
-  RaftServer.Division division() throws IOException {
+  public RaftServer.Division division() throws IOException {
     return raftServer.getDivision(GROUP_ID);
   }
 
   /** {@return whether this node knows a leader that is up (see {@link RaftGateway#leaderUp(org.apache.ratis.server.DivisionInfo, long)})} */
-  boolean leaderUp() {
+  public boolean leaderUp() {
     return RaftGateway.leaderUp(raftServer, GROUP_ID, RaftGateway.leaderHeardWithinMs(config.electionTimeout()));
   }
 

@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.admin.MembershipChanges;
+
 import io.leasehold.server.NodeConfig.StartMode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,7 +20,7 @@ import java.util.Optional;
  * of it and a node that missed the latest writes could elect a leader without them: an
  * acknowledged acquire lost, and its revision (a fencing token) issued again.
  */
-final class DataDir {
+public final class DataDir {
 
   /** Ratis keeps the term and the vote here; without it a storage is empty or damaged. */
   static final String RAFT_META = "current/raft-meta";
@@ -32,7 +34,7 @@ final class DataDir {
   private DataDir() {}
 
   /** {@return the directory in which Ratis keeps the one group's log, metadata and snapshots} */
-  static Path storage(Path dataDir) {
+  public static Path storage(Path dataDir) {
     return dataDir.resolve(CoreNode.GROUP_ID.getUuid().toString());
   }
 

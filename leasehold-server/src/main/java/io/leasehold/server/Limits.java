@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.edge.LimitChecks;
+
 /**
  * Limits that keep one client from exhausting a node: each is checked where a request arrives
  * (see {@code LimitChecks}), and a request over one is refused with {@code RESOURCE_EXHAUSTED}

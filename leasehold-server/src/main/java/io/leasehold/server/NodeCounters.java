@@ -6,9 +6,9 @@ import java.util.concurrent.atomic.LongAdder;
  * Counters of one node's client traffic, for its metrics. Adders: an increment neither locks nor
  * allocates, so the calls that count stay as fast as they were.
  */
-final class NodeCounters {
-  final LongAdder keepAlives = new LongAdder();
-  final LongAdder writes = new LongAdder();
-  final LongAdder writeNanos = new LongAdder();
+public final class NodeCounters {
+  public final LongAdder keepAlives = new LongAdder();
+  public final LongAdder writes = new LongAdder();
+  public final LongAdder writeNanos = new LongAdder();
   final LongAdder leaderships = new LongAdder();
 }

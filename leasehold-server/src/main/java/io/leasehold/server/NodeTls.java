@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * <p>grpc-util's own periodic reload refuses periods below a minute; this class checks the files'
  * contents itself, every {@link TlsConfig#reloadEvery()}.
  */
-final class NodeTls implements AutoCloseable {
+public final class NodeTls implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(NodeTls.class);
 

@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.replicated.CoreState;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;

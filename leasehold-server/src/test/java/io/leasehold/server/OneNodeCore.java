@@ -14,7 +14,7 @@ import java.util.function.UnaryOperator;
  * A real one-node core for tests that talk to a node through its client protocol: started under
  * {@code target/}, led by its only node, with one plaintext connection to it.
  */
-final class OneNodeCore implements AutoCloseable {
+public final class OneNodeCore implements AutoCloseable {
 
   private final LocalCluster cluster;
   private final ManagedChannel channel;
@@ -28,7 +28,7 @@ final class OneNodeCore implements AutoCloseable {
    * @param dirPrefix the prefix of its data directory under {@code target/}
    * @param tuning changes to the node's default configuration
    */
-  static OneNodeCore start(String dirPrefix, UnaryOperator<NodeConfig> tuning) throws IOException {
+  public static OneNodeCore start(String dirPrefix, UnaryOperator<NodeConfig> tuning) throws IOException {
     LocalCluster cluster = LocalCluster.start(1, 0, Files.createTempDirectory(Path.of("target"), dirPrefix), tuning);
     cluster.awaitLeader(Duration.ofSeconds(60));
     Peer node = cluster.peers().get(0);
@@ -36,7 +36,7 @@ final class OneNodeCore implements AutoCloseable {
   }
 
   /** {@return a blocking stub on the connection, with a 60 s deadline} */
-  LeaseholdGrpc.LeaseholdBlockingStub stub() {
+  public LeaseholdGrpc.LeaseholdBlockingStub stub() {
     return LeaseholdGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
   }
 
@@ -46,7 +46,7 @@ final class OneNodeCore implements AutoCloseable {
   }
 
   /** {@return the writes the node sent to its log so far} */
-  long writes() {
+  public long writes() {
     return cluster.node(0).orElseThrow().snapshot().writes();
   }
 

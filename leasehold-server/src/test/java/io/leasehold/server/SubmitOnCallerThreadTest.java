@@ -1,5 +1,7 @@
 package io.leasehold.server;
 
+import io.leasehold.server.raft.RaftGateway;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.ManagedChannel;

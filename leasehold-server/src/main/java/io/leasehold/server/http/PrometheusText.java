@@ -1,6 +1,7 @@
 package io.leasehold.server.http;
 
 import io.leasehold.server.NodeSnapshot;
+
 import java.util.List;
 import java.util.function.ToDoubleFunction;
 
@@ -8,7 +9,7 @@ import java.util.function.ToDoubleFunction;
  * The nodes' metrics in Prometheus's text exposition format 0.0.4: each family once, with its
  * HELP and TYPE, then one sample per node labelled {@code node}. Low cardinality: no lease names.
  */
-final class PrometheusText {
+public final class PrometheusText {
 
   static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -1,10 +1,12 @@
 package io.leasehold.server.http;
 
+import io.leasehold.server.CoreNode;
+import io.leasehold.server.NodeSnapshot;
+
+import io.leasehold.server.replicated.TenureChange;
+
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.leasehold.server.CoreNode;
-import io.leasehold.server.TenureChange;
-import io.leasehold.server.NodeSnapshot;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -1,11 +1,13 @@
 package io.leasehold.server.http;
 
-import io.leasehold.server.TenureChange;
 import io.leasehold.server.NodeSnapshot;
+
+import io.leasehold.server.replicated.TenureChange;
+
 import java.util.List;
 
 /** The status page's data as JSON, written by hand (no JSON library in the server). */
-final class StatusJson {
+public final class StatusJson {
 
   private StatusJson() {}
 

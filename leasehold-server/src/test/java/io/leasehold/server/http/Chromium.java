@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * page, lets its scripts run (a virtual-time budget: timers and fetches complete, then it stops),
  * and prints the resulting DOM or saves a screenshot. No WebDriver needed.
  */
-final class Chromium {
+public final class Chromium {
 
   private static final List<String> BINARIES = List.of("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome");
 

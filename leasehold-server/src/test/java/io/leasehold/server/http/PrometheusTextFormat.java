@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * each family declared once, its TYPE before its samples and its samples together; no sample
  * twice; a summary's samples only {@code _sum}, {@code _count} or with a {@code quantile} label.
  */
-final class PrometheusTextFormat {
+public final class PrometheusTextFormat {
 
   private static final Pattern NAME = Pattern.compile("[a-zA-Z_:][a-zA-Z0-9_:]*");
   private static final Pattern LABEL_NAME = Pattern.compile("[a-zA-Z_][a-zA-Z0-9_]*");

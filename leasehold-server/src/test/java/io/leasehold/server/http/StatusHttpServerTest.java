@@ -1,5 +1,8 @@
 package io.leasehold.server.http;
 
+import io.leasehold.server.LocalCluster;
+import io.leasehold.server.Peer;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -12,8 +15,6 @@ import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.ReleaseRequest;
-import io.leasehold.server.LocalCluster;
-import io.leasehold.server.Peer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

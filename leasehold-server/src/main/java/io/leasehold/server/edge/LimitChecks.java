@@ -1,0 +1,219 @@
+package io.leasehold.server.edge;
+
+import io.leasehold.server.Limits;
+import io.leasehold.server.replicated.CoreState;
+
+import io.grpc.Attributes;
+import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerTransportFilter;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import io.leasehold.core.proto.AcquireRequest;
+import io.leasehold.core.proto.CompareAndSetRequest;
+import io.leasehold.core.proto.GetRequest;
+import io.leasehold.core.proto.LeaseholdGrpc;
+import io.leasehold.core.proto.PutRequest;
+import io.leasehold.server.state.Command;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The checks of {@link Limits} where requests arrive: one call per RPC in {@link ClientService}
+ * for what a request asks (sizes, keys per session), and a transport filter with an interceptor
+ * for what one connection holds open (watches, calls in flight). A refusal is {@code
+ * RESOURCE_EXHAUSTED} naming the limit's flag and value, before anything reaches the log. Checks
+ * that pass allocate nothing; the interceptor adds one small listener per call.
+ *
+ * <p>Keys per session are counted in this node's applied state when a write arrives, so writes to
+ * one session that are still on their way to the log (at most the calls in flight, a batch's ops
+ * each) can take a session past the limit by that many; never further.
+ */
+public final class LimitChecks {
+
+  private static final String WATCH = LeaseholdGrpc.getWatchMethod().getFullMethodName();
+
+  /** What one client connection holds open: counted by the interceptor. */
+  static final class Connection {
+    final AtomicInteger inFlight = new AtomicInteger();
+    final AtomicInteger watchers = new AtomicInteger();
+  }
+
+  static final Attributes.Key<Connection> CONNECTION = Attributes.Key.create("leasehold.connection");
+
+  private final Limits limits;
+  private final CoreState state;
+
+  public LimitChecks(Limits limits, CoreState state) {
+    this.limits = limits;
+    this.state = state;
+  }
+
+  /** {@return the limits checked} */
+  Limits limits() {
+    return limits;
+  }
+
+  /** Refuses a get over a limit: ends {@code out} with {@code RESOURCE_EXHAUSTED} (writes: {@link #overLimit}). */
+  boolean refused(GetRequest get, StreamObserver<?> out) {
+    String over = get.getPrefix() ? null : keyOverLimit(get.getKey());
+    if (over != null) {
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(over + "; nothing was read").asException());
+    }
+    return over != null;
+  }
+
+  /** {@return why a write is over a limit (the flag, its value, what the write had), or null} */
+  String overLimit(Command command) {
+    String over;
+    switch (command.getKindCase()) {
+      case PUT -> {
+        PutRequest p = command.getPut();
+        over = valueOverLimit(p.getValue().size());
+        if (over == null && !p.hasTenure()) {
+          // A tenure's attached key is short by its own rule and belongs to no session.
+          over = keyOverLimit(p.getKey());
+          if (over == null && p.getSessionId() != 0) {
+            over = keysOverLimit(p.getSessionId(), "", p.getKey());
+          }
+        }
+      }
+      case DELETE -> over = keyOverLimit(command.getDelete().getKey());
+      case COMPARE_AND_SET -> {
+        CompareAndSetRequest c = command.getCompareAndSet();
+        over = valueOverLimit(c.getValue().size());
+        if (over == null) {
+          over = keyOverLimit(c.getKey());
+        }
+        if (over == null && c.getSessionId() != 0) {
+          over = keysOverLimit(c.getSessionId(), "", c.getKey());
+        }
+      }
+      case ACQUIRE -> {
+        AcquireRequest a = command.getAcquire();
+        over = keysOverLimit(a.getSessionId(), CoreState.LEASE_PREFIX, a.getName());
+      }
+      default -> over = null;
+    }
+    return over == null ? null : over + "; nothing was written";
+  }
+
+  private String keysOverLimit(long sessionId, String prefix, String name) {
+    int keys = state.keysAtLimit(sessionId, prefix, name, limits.maxKeysPerSession());
+    return keys < 0
+        ? null
+        : "session " + sessionId + " has " + keys + " keys, the most --max-keys-per-session allows ("
+            + limits.maxKeysPerSession() + "): delete some, or use another session";
+  }
+
+  /**
+   * Keys a client names are held to {@code --max-key-bytes}; keys under the reserved prefix (a
+   * named lease's, up to 1,043 bytes, read and deleted by the library and operators) to the most
+   * any key may have, as their names are bounded by the lease-name rule.
+   */
+  private String keyOverLimit(String key) {
+    boolean reserved = key.startsWith(CoreState.RESERVED_PREFIX);
+    int max = reserved ? Limits.MOST_KEY_BYTES : limits.maxKeyBytes();
+    // A char is at most 3 bytes of UTF-8 (a surrogate pair 4 for two): most keys need no count.
+    if ((long) key.length() * 3 <= max) {
+      return null;
+    }
+    int bytes = utf8Length(key);
+    return bytes <= max
+        ? null
+        : "the key is " + bytes + " bytes of UTF-8, over " + (reserved ? "the most any key may have (" + max + ")" : "--max-key-bytes " + max);
+  }
+
+  private String valueOverLimit(int bytes) {
+    return bytes <= limits.maxValueBytes()
+        ? null
+        : "the value is " + bytes + " bytes, over --max-value-bytes " + limits.maxValueBytes();
+  }
+
+  /** {@return the length of {@code s} in UTF-8, without encoding it} */
+  static int utf8Length(String s) {
+    int bytes = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        bytes++;
+      } else if (c < 0x800) {
+        bytes += 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+        bytes += 4;
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        bytes++; // a lone surrogate: encoded as '?', as String.getBytes and protobuf do
+      } else {
+        bytes += 3;
+      }
+    }
+    return bytes;
+  }
+
+  /** {@return a filter that gives each new client connection its counters} */
+  public ServerTransportFilter transportFilter() {
+    return new ServerTransportFilter() {
+      @Override
+      public Attributes transportReady(Attributes transportAttrs) {
+        return transportAttrs.toBuilder().set(CONNECTION, new Connection()).build();
+      }
+    };
+  }
+
+  /**
+   * {@return an interceptor that counts each connection's open watches and its other calls, and
+   * refuses one over {@code --max-watchers-per-connection} or {@code
+   * --max-in-flight-per-connection}}
+   */
+  public ServerInterceptor interceptor() {
+    return new ServerInterceptor() {
+      @Override
+      public <Q, R> ServerCall.Listener<Q> interceptCall(
+          ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+        Connection connection = call.getAttributes().get(CONNECTION);
+        if (connection == null) {
+          return next.startCall(call, headers); // a transport without the filter (none in a node)
+        }
+        boolean watch = call.getMethodDescriptor().getFullMethodName().equals(WATCH);
+        AtomicInteger open = watch ? connection.watchers : connection.inFlight;
+        int max = watch ? limits.maxWatchersPerConnection() : limits.maxInFlightPerConnection();
+        if (open.incrementAndGet() > max) {
+          open.decrementAndGet();
+          call.close(
+              Status.RESOURCE_EXHAUSTED.withDescription(
+                  watch
+                      ? "this connection has " + max + " watches open, the most --max-watchers-per-connection allows ("
+                          + max + "): close one, or watch a prefix instead of many keys"
+                      : "this connection has " + max + " calls in flight, the most --max-in-flight-per-connection"
+                          + " allows (" + max + "): wait for answers before sending more; nothing was done"),
+              new Metadata());
+          return new ServerCall.Listener<>() {};
+        }
+        ServerCall.Listener<Q> listener;
+        try {
+          listener = next.startCall(call, headers);
+        } catch (RuntimeException e) {
+          open.decrementAndGet();
+          throw e;
+        }
+        // Exactly one of onComplete and onCancel ends every call that started.
+        return new SimpleForwardingServerCallListener<>(listener) {
+          @Override
+          public void onComplete() {
+            open.decrementAndGet();
+            super.onComplete();
+          }
+
+          @Override
+          public void onCancel() {
+            open.decrementAndGet();
+            super.onCancel();
+          }
+        };
+      }
+    };
+  }
+}
