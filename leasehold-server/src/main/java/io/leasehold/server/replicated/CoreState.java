@@ -73,17 +73,8 @@ import java.util.TreeSet;
  * (see {@link io.leasehold.server.raft.ClusterClock}); the state's clock is the greatest stamp applied. So every replica
  * reads the same time at the same entry, and that time never runs ahead of real time.
  *
- * <p><b>Retried writes are applied once</b>, for as long as a copy can still arrive. Each write
- * carries its client's id and a call id that the client increases per call. Per client the state
- * keeps the highest call id applied, the lower ids not applied yet ("holes": calls overtaken by
- * later ones, at most {@value #MAX_HOLES_PER_CLIENT}, and {@value #FIRST_CALL_HOLES} below its first
- * call, each for {@value #DEDUP_WINDOW_MILLIS} ms),
- * and the replies of its last {@value #REPLIES_KEPT_PER_CLIENT} calls. A copy of an applied call
- * is answered from its reply if that is still kept, and refused ({@code TOO_LATE}) otherwise; it
- * is never applied again, however many calls came in between. A client is forgotten {@value
- * #DEDUP_WINDOW_MILLIS} ms of cluster time after its last write: by then no copy of its calls can
- * still arrive, because a copy that reaches the log more than {@value #MAX_CALL_DELAY_MILLIS} ms
- * after the node received it is refused, and a client retries for much less than the difference.
+ * <p><b>Retried writes are applied once</b>, for as long as a copy can still arrive: {@link
+ * CallDedup} remembers the calls of each client.
  *
  * <p><b>Quiet sessions.</b> A new leader cannot know when its predecessor last confirmed each
  * session, so it gives every session a full TTL, and marks them all quiet since its start (a
@@ -126,15 +117,6 @@ public final class CoreState {
    */
   public static final int REPLIES_KEPT_PER_CLIENT = 1024;
 
-  /** How long (cluster time) a client's calls are recognised after its last write. */
-  static final long DEDUP_WINDOW_MILLIS = 5 * 60_000;
-
-  /** Calls of one client that may be overtaken by later ones and still be applied. */
-  static final int MAX_HOLES_PER_CLIENT = 1024;
-
-  /** Of those, the ones below a client's first call applied (see {@link #remember}). */
-  static final int FIRST_CALL_HOLES = 16;
-
   /**
    * The longest a copy of a call may take from the node that took it from the client to the
    * leader's log. A node forwards for at most {@link io.leasehold.server.raft.RaftGateway#FORWARD_WINDOW} after receiving
@@ -169,7 +151,7 @@ public final class CoreState {
   private final NavigableMap<Long, Session> sessions = new TreeMap<>();
   private int quietSessions;
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
-  private final Map<ClientKey, Calls> clients = new HashMap<>();
+  private final CallDedup dedup = new CallDedup();
   /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
   private final NavigableMap<String, KeyValue> revokedLeases = new TreeMap<>();
   private long heldLeases;
@@ -218,18 +200,6 @@ public final class CoreState {
    * measured on its own (leasehold-jmh) without a node around it.
    */
   public CoreState() {}
-
-  private record ClientKey(long high, long low) {}
-
-  private static final class Calls {
-    final LinkedHashMap<Long, Reply> replies = new LinkedHashMap<>();
-    /** The highest call id applied. */
-    long high;
-    /** Call ids below {@link #high} not applied yet, each with the cluster time it became one. */
-    final TreeMap<Long, Long> holes = new TreeMap<>();
-    /** Cluster time of the client's last write. */
-    long lastMillis;
-  }
 
   private static final class Session {
     final long id;
@@ -286,22 +256,21 @@ public final class CoreState {
     if (stamp > clockMillis) {
       clockMillis = stamp;
     }
-    CallId call = callOf(command);
-    Calls calls = null;
+    CallId call = CallDedup.callOf(command);
+    CallDedup.Calls calls = null;
     long callId = 0;
     if (call != null && call.getCallId() != 0) {
       callId = call.getCallId();
-      calls = clients.computeIfAbsent(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()), c -> new Calls());
-      if (callId <= calls.high) {
-        Reply earlier = calls.replies.get(callId);
+      calls = dedup.of(call);
+      if (calls.atOrBelowHighest(callId)) {
+        Reply earlier = calls.reply(callId);
         if (earlier != null) {
           return new Applied(earlier, List.of(), NONE);
         }
-        Long openSince = calls.holes.get(callId);
-        if (openSince == null || clockMillis - openSince > DEDUP_WINDOW_MILLIS) {
+        if (!calls.openHole(callId, clockMillis)) {
           return tooLate(
               "call " + callId + " of this client was applied already (or given up as older than "
-                  + DEDUP_WINDOW_MILLIS / 1000 + " s) and its reply is no longer kept; not applied again");
+                  + CallDedup.DEDUP_WINDOW_MILLIS / 1000 + " s) and its reply is no longer kept; not applied again");
         }
         // A hole: the first copy of a call that later calls overtook.
       }
@@ -315,44 +284,12 @@ public final class CoreState {
     List<Event> events = new ArrayList<>(1);
     Applied applied = execute(index, term, command, events);
     if (calls != null) {
-      remember(calls, callId, applied.reply());
+      calls.remember(callId, applied.reply(), clockMillis);
     }
     if (index % 4096 == 0) {
-      forgetIdleClients();
+      dedup.forgetIdle(clockMillis);
     }
     return applied;
-  }
-
-  /** Records that {@code callId} was applied, with its reply. */
-  private void remember(Calls calls, long callId, Reply reply) {
-    if (callId > calls.high) {
-      // Lower ids not applied yet may still arrive (their calls were overtaken): keep them open.
-      // Below a client's first call only a few: anyone can send a first call from a fresh client
-      // id with a far call id, and a hole for every id below it would be memory for nothing (a
-      // thousand such calls in one batch once took a gigabyte per replica). A real client's first
-      // calls go out together, so only one overtaken by more than that many is refused as too late.
-      long lowest = calls.high == 0 ? callId - FIRST_CALL_HOLES : callId - MAX_HOLES_PER_CLIENT;
-      for (long id = Math.max(calls.high + 1, lowest); id < callId; id++) {
-        calls.holes.put(id, clockMillis);
-      }
-      calls.high = callId;
-    } else {
-      calls.holes.remove(callId);
-    }
-    if (!calls.holes.isEmpty()) {
-      // Holes are made in increasing id and time, so the lowest is the oldest.
-      while (calls.holes.size() > MAX_HOLES_PER_CLIENT
-          || (!calls.holes.isEmpty() && clockMillis - calls.holes.firstEntry().getValue() > DEDUP_WINDOW_MILLIS)) {
-        calls.holes.pollFirstEntry();
-      }
-    }
-    calls.replies.put(callId, reply);
-    if (calls.replies.size() > REPLIES_KEPT_PER_CLIENT) {
-      Iterator<Long> oldest = calls.replies.keySet().iterator();
-      oldest.next();
-      oldest.remove();
-    }
-    calls.lastMillis = clockMillis;
   }
 
   private Applied execute(long index, long term, Command command, List<Event> events) {
@@ -992,32 +929,6 @@ public final class CoreState {
         .build();
   }
 
-  /** Forgets clients idle for the whole window: no copy of their calls can arrive any more. */
-  private void forgetIdleClients() {
-    clients.values().removeIf(c -> clockMillis - c.lastMillis > DEDUP_WINDOW_MILLIS);
-  }
-
-  private static CallId callOf(Command command) {
-    switch (command.getKindCase()) {
-      case GRANT:
-        return command.getGrant().getCall();
-      case REVOKE:
-        return command.getRevoke().getCall();
-      case PUT:
-        return command.getPut().getCall();
-      case DELETE:
-        return command.getDelete().getCall();
-      case COMPARE_AND_SET:
-        return command.getCompareAndSet().getCall();
-      case ACQUIRE:
-        return command.getAcquire().getCall();
-      case RELEASE:
-        return command.getRelease().getCall();
-      default:
-        return null; // written by the cluster itself
-    }
-  }
-
   private static Reply ok(ByteString response) {
     return Reply.newBuilder().setOk(response).build();
   }
@@ -1296,25 +1207,7 @@ public final class CoreState {
     }
     body.addAllKeys(keys.values());
     body.addAllRevokedLeases(revokedLeases.values());
-    // Clients in a fixed order, so that equal states write equal files.
-    TreeMap<ClientKey, Calls> ordered =
-        new TreeMap<>(
-            (a, b) ->
-                a.high() != b.high() ? Long.compare(a.high(), b.high()) : Long.compare(a.low(), b.low()));
-    ordered.putAll(clients);
-    ordered.forEach(
-        (client, calls) -> {
-          ClientCalls.Builder c =
-              ClientCalls.newBuilder()
-                  .setClientIdHigh(client.high())
-                  .setClientIdLow(client.low())
-                  .setHigh(calls.high)
-                  .setLastMillis(calls.lastMillis);
-          calls.holes.forEach((id, since) -> c.addHoles(Hole.newBuilder().setCallId(id).setSinceMillis(since)));
-          calls.replies.forEach(
-              (callId, reply) -> c.addReplies(StoredReply.newBuilder().setCallId(callId).setReply(reply)));
-          body.addClients(c);
-        });
+    dedup.writeTo(body);
     return body.build();
   }
 
@@ -1350,7 +1243,6 @@ public final class CoreState {
     clockMillis = body.getClockMillis();
     sessions.clear();
     keys.clear();
-    clients.clear();
     revokedLeases.clear();
     heldLeases = 0;
     attachedKeys = 0;
@@ -1386,21 +1278,7 @@ public final class CoreState {
       revokedLeases.put(tombstone.getKey(), tombstone);
       sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
-    for (ClientCalls c : body.getClientsList()) {
-      Calls calls = new Calls();
-      c.getRepliesList().forEach(r -> calls.replies.put(r.getCallId(), r.getReply()));
-      if (format == SNAPSHOT_FORMAT_1) {
-        // Format 1 kept only the last replies: every lower id counts as applied (a call still
-        // under way from before the upgrade is refused rather than risk applying one twice).
-        calls.high = calls.replies.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
-        calls.lastMillis = clockMillis;
-      } else {
-        calls.high = c.getHigh();
-        calls.lastMillis = c.getLastMillis();
-        c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
-      }
-      clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
-    }
+    dedup.readFrom(body.getClientsList(), format == SNAPSHOT_FORMAT_1, clockMillis);
   }
 
   /**

@@ -399,7 +399,7 @@ class CoreStateTest {
     in.readInt(); // format
     SnapshotBody body = SnapshotBody.parseDelimitedFrom(in);
     long holes = body.getClientsList().stream().mapToLong(ClientCalls::getHolesCount).sum();
-    assertThat(holes).as("holes kept for %d first calls", clients).isLessThanOrEqualTo((long) clients * CoreState.FIRST_CALL_HOLES);
+    assertThat(holes).as("holes kept for %d first calls", clients).isLessThanOrEqualTo((long) clients * CallDedup.FIRST_CALL_HOLES);
     // The far call itself is still applied once: a copy of it is answered, not applied again.
     CoreState.Applied again = apply(Command.newBuilder()
         .setRevoke(RevokeRequest.newBuilder().setCall(callOf(1_000, 1L << 40)).setSessionId(999_999).setHolderClosing(true))
@@ -520,8 +520,8 @@ class CoreStateTest {
   @Test
   void aCallOvertakenLongerThanTheWindowIsRefusedWhenItArrives() {
     applyAt(0, put(callOf(1, 2), "b", "2")); // call 1 is still on its way
-    applyAt(CoreState.DEDUP_WINDOW_MILLIS + 1, put(callOf(2, 1), "x", "1")); // cluster time moves on
-    CoreState.Applied late = applyAt(CoreState.DEDUP_WINDOW_MILLIS + 2, put(callOf(1, 1), "a", "1"));
+    applyAt(CallDedup.DEDUP_WINDOW_MILLIS + 1, put(callOf(2, 1), "x", "1")); // cluster time moves on
+    CoreState.Applied late = applyAt(CallDedup.DEDUP_WINDOW_MILLIS + 2, put(callOf(1, 1), "a", "1"));
     assertThat(late.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
     assertThat(exists("a")).isFalse();
   }
@@ -531,8 +531,8 @@ class CoreStateTest {
     long far = 10_000;
     apply(put(callOf(1, 1), "first", "v")); // a client the state knows
     apply(put(callOf(1, far), "far", "v"));
-    assertThat(apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT), "open", "v")).reply().hasOk()).isTrue();
-    CoreState.Applied tooOld = apply(put(callOf(1, far - CoreState.MAX_HOLES_PER_CLIENT - 1), "old", "v"));
+    assertThat(apply(put(callOf(1, far - CallDedup.MAX_HOLES_PER_CLIENT), "open", "v")).reply().hasOk()).isTrue();
+    CoreState.Applied tooOld = apply(put(callOf(1, far - CallDedup.MAX_HOLES_PER_CLIENT - 1), "old", "v"));
     assertThat(tooOld.reply().getFailure().getCode()).isEqualTo(Failure.Code.TOO_LATE);
     assertThat(exists("old")).isFalse();
   }
