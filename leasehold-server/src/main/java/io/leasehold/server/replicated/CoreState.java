@@ -5,7 +5,6 @@ import io.leasehold.server.NodeSnapshot;
 import io.leasehold.server.edge.ClientIdentity;
 
 import com.google.protobuf.ByteString;
-import com.google.protobuf.InvalidProtocolBufferException;
 import io.leasehold.core.proto.AclEntry;
 import io.leasehold.core.proto.AclGrantRequest;
 import io.leasehold.core.proto.AclGrantResponse;
@@ -37,25 +36,19 @@ import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.RevokeResponse;
 import io.leasehold.core.proto.RevokedTenure;
-import io.leasehold.server.state.ClientCalls;
 import io.leasehold.server.state.Command;
 import io.leasehold.server.state.Counts;
 import io.leasehold.server.state.Failure;
 import io.leasehold.server.state.Heard;
-import io.leasehold.server.state.Hole;
 import io.leasehold.server.state.Quiet;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SessionRecord;
 import io.leasehold.server.state.SnapshotBody;
-import io.leasehold.server.state.StoredReply;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -124,20 +117,6 @@ public final class CoreState {
    */
   public static final long MAX_CALL_DELAY_MILLIS = 30_000;
 
-  /** Snapshot file header: magic bytes, then the format number. */
-  private static final int SNAPSHOT_MAGIC = 0x4C48534E; // "LHSN"
-
-  static final int SNAPSHOT_FORMAT = 2;
-
-  /**
-   * Format 2 with access control (the ACL, sessions' identities). Written only when the state has
-   * any, so that a node of an older version refuses such a snapshot instead of dropping the ACL
-   * (and with it every check); a state without them is still written as format 2.
-   */
-  static final int SNAPSHOT_FORMAT_ACL = 3;
-
-  /** The format before cluster time and call holes; still read. */
-  static final int SNAPSHOT_FORMAT_1 = 1;
 
 
   /** The snapshot format this replica writes and the newest it reads ({@link Formats}). */
@@ -1157,15 +1136,7 @@ public final class CoreState {
    */
   public long writeSnapshot(OutputStream out) throws IOException {
     SnapshotBody body = snapshotBody();
-    DataOutputStream data = new DataOutputStream(out);
-    data.writeInt(SNAPSHOT_MAGIC);
-    boolean accessControl = !body.getAclRoot().isEmpty() || body.getAclEntriesCount() > 0 || hasIdentifiedSessions(body);
-    // A newer build (the test hook of Formats) writes its own format; this one writes format 3
-    // only when access control is used, so a cluster without it can still go back a version.
-    data.writeInt(snapshotFormat > SNAPSHOT_FORMAT_ACL ? snapshotFormat
-        : accessControl ? SNAPSHOT_FORMAT_ACL : SNAPSHOT_FORMAT);
-    body.writeDelimitedTo(data);
-    data.flush();
+    SnapshotCodec.write(body, snapshotFormat, out);
     return body.getRevision();
   }
 
@@ -1178,15 +1149,6 @@ public final class CoreState {
       throw new IllegalArgumentException("bump must be 0 to " + (Long.MAX_VALUE - revision) + "; was " + by);
     }
     revision += by;
-  }
-
-  private static boolean hasIdentifiedSessions(SnapshotBody body) {
-    for (SessionRecord r : body.getSessionsList()) {
-      if (!r.getIdentity().isEmpty()) {
-        return true;
-      }
-    }
-    return false;
   }
 
   private synchronized SnapshotBody snapshotBody() {
@@ -1213,32 +1175,9 @@ public final class CoreState {
 
   /** Replaces the whole state with a snapshot's. */
   public synchronized void readSnapshot(InputStream in) throws IOException {
-    DataInputStream data = new DataInputStream(in);
-    int magic;
-    int format;
-    try {
-      magic = data.readInt();
-      format = data.readInt();
-    } catch (java.io.EOFException e) {
-      // Else the refusal would be an EOFException without a message (found by CoreStateFuzzTest).
-      throw new IOException("snapshot is truncated: it ends inside its 8-byte header", e);
-    }
-    if (magic != SNAPSHOT_MAGIC) {
-      throw new IOException("not a Leasehold snapshot (magic " + Integer.toHexString(magic) + ")");
-    }
-    if (format < SNAPSHOT_FORMAT_1 || format > snapshotFormat) {
-      throw new IOException(Formats.snapshotRefused(format, snapshotFormat));
-    }
-    SnapshotBody body;
-    try {
-      body = SnapshotBody.parseDelimitedFrom(data);
-    } catch (InvalidProtocolBufferException e) {
-      throw new IOException("snapshot body is corrupt", e);
-    }
-    if (body == null) {
-      throw new IOException("snapshot body is missing");
-    }
-    refuseInconsistent(body);
+    SnapshotCodec.Read read = SnapshotCodec.read(in, snapshotFormat);
+    SnapshotBody body = read.body();
+    int format = read.format();
     revision = body.getRevision();
     clockMillis = body.getClockMillis();
     sessions.clear();
@@ -1278,36 +1217,7 @@ public final class CoreState {
       revokedLeases.put(tombstone.getKey(), tombstone);
       sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
-    dedup.readFrom(body.getClientsList(), format == SNAPSHOT_FORMAT_1, clockMillis);
+    dedup.readFrom(body.getClientsList(), format == SnapshotCodec.SNAPSHOT_FORMAT_1, clockMillis);
   }
 
-  /**
-   * Refuses a snapshot whose parts do not fit together, before the state is touched: a refused
-   * load must leave the state as it was, never half replaced (found by CoreStateFuzzTest).
-   */
-  private static void refuseInconsistent(SnapshotBody body) throws IOException {
-    for (AclEntry entry : body.getAclEntriesList()) {
-      String problem = aclEntryProblem(entry);
-      if (problem != null) {
-        throw new IOException("snapshot ACL entry for \"" + entry.getIdentity() + "\" is malformed: " + problem);
-      }
-    }
-    if (body.getAclRoot().isEmpty() && body.getAclEntriesCount() > 0) {
-      throw new IOException("snapshot has ACL entries but no root identity");
-    }
-    java.util.Set<Long> ids = new java.util.HashSet<>();
-    body.getSessionsList().forEach(r -> ids.add(r.getId()));
-    for (KeyValue kv : body.getKeysList()) {
-      if (kv.getSessionId() != 0 && !ids.contains(kv.getSessionId())) {
-        throw new IOException("snapshot key " + kv.getKey() + " names a missing session " + kv.getSessionId());
-      }
-    }
-    for (KeyValue tombstone : body.getRevokedLeasesList()) {
-      if (!ids.contains(tombstone.getSessionId()) || !tombstone.getKey().startsWith(LEASE_PREFIX)) {
-        throw new IOException(
-            "snapshot tombstone " + tombstone.getKey() + " names a missing session " + tombstone.getSessionId()
-                + " or is not a lease key");
-      }
-    }
-  }
 }

@@ -25,11 +25,11 @@ package io.leasehold.server.replicated;
 public final class Formats {
 
   /**
-   * The newest snapshot format this build writes: {@code CoreState.SNAPSHOT_FORMAT_ACL} once access
-   * control is used, {@code CoreState.SNAPSHOT_FORMAT} until then (so a cluster without it can still
+   * The newest snapshot format this build writes: {@code SnapshotCodec.SNAPSHOT_FORMAT_ACL} once access
+   * control is used, {@code SnapshotCodec.SNAPSHOT_FORMAT} until then (so a cluster without it can still
    * go back one version).
    */
-  static final int SNAPSHOT = CoreState.SNAPSHOT_FORMAT_ACL;
+  static final int SNAPSHOT = SnapshotCodec.SNAPSHOT_FORMAT_ACL;
 
   /** The log format this build writes (and 1: the format of every entry without the field). */
   public static final int LOG = 1;
@@ -47,12 +47,12 @@ public final class Formats {
   static String snapshotRefused(int format, int newest) {
     if (format > newest) {
       return "snapshot format " + format + " is newer than this version of Leasehold reads (formats "
-          + CoreState.SNAPSHOT_FORMAT_1 + " to " + newest + "): a newer version wrote it. Run this node"
+          + SnapshotCodec.SNAPSHOT_FORMAT_1 + " to " + newest + "): a newer version wrote it. Run this node"
           + " with that version or a later one; a node cannot go back to an older version once a newer"
           + " one has written its snapshot";
     }
     return "snapshot format " + format + " is not supported by this version (it reads formats "
-        + CoreState.SNAPSHOT_FORMAT_1 + " to " + newest + "); upgrade the node";
+        + SnapshotCodec.SNAPSHOT_FORMAT_1 + " to " + newest + "); upgrade the node";
   }
 
   /**

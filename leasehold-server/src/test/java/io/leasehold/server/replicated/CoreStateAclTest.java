@@ -157,7 +157,7 @@ class CoreStateAclTest {
         io.leasehold.server.state.SnapshotBody.parseDelimitedFrom(new ByteArrayInputStream(good, 8, good.length - 8));
     ByteArrayOutputStream corrupt = new ByteArrayOutputStream();
     new java.io.DataOutputStream(corrupt).writeInt(0x4C48534E);
-    new java.io.DataOutputStream(corrupt).writeInt(CoreState.SNAPSHOT_FORMAT_ACL);
+    new java.io.DataOutputStream(corrupt).writeInt(SnapshotCodec.SNAPSHOT_FORMAT_ACL);
     body.toBuilder().addAclEntries(bad).build().writeDelimitedTo(corrupt);
     CoreState target = new CoreState();
     assertThatThrownBy(() -> target.readSnapshot(new ByteArrayInputStream(corrupt.toByteArray())))
@@ -169,13 +169,13 @@ class CoreStateAclTest {
   @Test
   void theAclAndSessionOwnersSurviveASnapshotWhichIsFormat3OnlyWhenTheyExist() throws IOException {
     grant("");
-    assertThat(formatOf(snapshot(state))).as("no ACL, no identities: readable by older nodes").isEqualTo(CoreState.SNAPSHOT_FORMAT);
+    assertThat(formatOf(snapshot(state))).as("no ACL, no identities: readable by older nodes").isEqualTo(SnapshotCodec.SNAPSHOT_FORMAT);
 
     init();
     aclGrant(ROOT, entry(ALICE, AclRight.ACL_RIGHT_LEASE, "jobs/"));
     long alices = grant(ALICE);
     byte[] bytes = snapshot(state);
-    assertThat(formatOf(bytes)).isEqualTo(CoreState.SNAPSHOT_FORMAT_ACL);
+    assertThat(formatOf(bytes)).isEqualTo(SnapshotCodec.SNAPSHOT_FORMAT_ACL);
 
     CoreState restored = new CoreState();
     restored.readSnapshot(new ByteArrayInputStream(bytes));

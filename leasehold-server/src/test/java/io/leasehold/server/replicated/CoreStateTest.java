@@ -574,7 +574,7 @@ class CoreStateTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     java.io.DataOutputStream data = new java.io.DataOutputStream(out);
     data.writeInt(0x4C48534E);
-    data.writeInt(CoreState.SNAPSHOT_FORMAT_1);
+    data.writeInt(SnapshotCodec.SNAPSHOT_FORMAT_1);
     body.writeDelimitedTo(data);
     data.flush();
 

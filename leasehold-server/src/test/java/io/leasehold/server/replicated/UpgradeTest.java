@@ -77,7 +77,7 @@ class UpgradeTest {
       int node = i;
       await("node " + node + " wrote a snapshot").atMost(PATIENCE).until(() -> !snapshotFormats(node).isEmpty());
       assertThat(snapshotFormats(node)).as("this build's snapshots, without access control")
-          .containsOnly(CoreState.SNAPSHOT_FORMAT);
+          .containsOnly(SnapshotCodec.SNAPSHOT_FORMAT);
     }
 
     // The rolling upgrade: each node in turn stopped and started as the newer build on its data.
