@@ -7,6 +7,7 @@ import io.leasehold.server.admin.MembershipRpcs;
 import io.leasehold.server.raft.LeaderRefusals;
 import io.leasehold.server.raft.NotNowException;
 import io.leasehold.server.raft.RaftGateway;
+import io.leasehold.server.replicated.AclTable;
 import io.leasehold.server.replicated.CoreState;
 
 import com.google.protobuf.InvalidProtocolBufferException;
@@ -517,7 +518,7 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     if (!access.enabled()) {
       out.onError(
           Status.FAILED_PRECONDITION
-              .withDescription(CoreState.ACCESS_CONTROL_OFF)
+              .withDescription(AclTable.ACCESS_CONTROL_OFF)
               .asException());
       return null;
     }
@@ -529,7 +530,7 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       return null;
     }
     AclEntry stored = entry.toBuilder().setIdentity(identity.stored()).build();
-    String problem = CoreState.aclEntryProblem(stored);
+    String problem = AclTable.entryProblem(stored);
     if (problem != null) {
       invalid(out, problem);
       return null;

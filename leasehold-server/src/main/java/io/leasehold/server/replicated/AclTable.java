@@ -2,6 +2,8 @@ package io.leasehold.server.replicated;
 
 import io.leasehold.core.proto.AclEntry;
 import io.leasehold.core.proto.AclRight;
+import io.leasehold.core.proto.AclRights;
+import io.leasehold.server.Limits;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -19,6 +21,9 @@ import java.util.TreeSet;
 public final class AclTable {
 
   static final AclTable OFF = new AclTable("", List.of());
+
+  /** Why an ACL change or listing is refused where access control was never turned on. */
+  public static final String ACCESS_CONTROL_OFF = "access control is off: this cluster was bootstrapped without --root-identity";
 
   /** Entries in identity, right, prefix order: how they are listed and written to snapshots. */
   static final Comparator<AclEntry> ORDER =
@@ -132,5 +137,22 @@ public final class AclTable {
   /** {@return whether {@code identity} holds any right (root holds all)} */
   public boolean hasAnyRight(String identity) {
     return root.isEmpty() || root.equals(identity) || byIdentity.containsKey(identity);
+  }
+
+  /**
+   * {@return why an ACL entry (identity in stored form) is malformed, naming the field; null when
+   * it is fine} The edge refuses such an entry; the log and snapshot loading refuse it again.
+   */
+  public static String entryProblem(AclEntry entry) {
+    if (!AclRights.ALL.contains(entry.getRight())) {
+      return "right must be one of " + AclRights.WORDS + "; was " + entry.getRightValue();
+    }
+    if (entry.getRight() == AclRight.ACL_RIGHT_ADMIN && !entry.getPrefix().isEmpty()) {
+      return "prefix must be empty for the right admin (it is not per prefix); was \"" + entry.getPrefix() + "\"";
+    }
+    if (entry.getPrefix().length() > Limits.MOST_KEY_BYTES) {
+      return "prefix must be at most " + Limits.MOST_KEY_BYTES + " characters; was " + entry.getPrefix().length();
+    }
+    return null;
   }
 }

@@ -1,18 +1,11 @@
 package io.leasehold.server.replicated;
 
-import io.leasehold.server.Limits;
 import io.leasehold.server.NodeSnapshot;
 import io.leasehold.server.edge.ClientIdentity;
 
 import com.google.protobuf.ByteString;
-import io.leasehold.core.proto.AclEntry;
-import io.leasehold.core.proto.AclGrantRequest;
-import io.leasehold.core.proto.AclGrantResponse;
 import io.leasehold.core.proto.AclListResponse;
-import io.leasehold.core.proto.AclRevokeRequest;
-import io.leasehold.core.proto.AclRevokeResponse;
 import io.leasehold.core.proto.AclRight;
-import io.leasehold.core.proto.AclRights;
 import io.leasehold.core.proto.AcquireRequest;
 import io.leasehold.core.proto.AcquireResponse;
 import io.leasehold.core.proto.CallId;
@@ -88,9 +81,6 @@ public final class CoreState {
   /** Keys of named leases live under this prefix; clients may read and delete them, not write. */
   public static final String LEASE_PREFIX = "/_leasehold/leases/";
 
-  /** Why an ACL change or listing is refused where access control was never turned on. */
-  public static final String ACCESS_CONTROL_OFF = "access control is off: this cluster was bootstrapped without --root-identity";
-
   /** Keys clients may not write to directly. */
   public static final String RESERVED_PREFIX = "/_leasehold/";
 
@@ -138,11 +128,8 @@ public final class CoreState {
   private long attachedKeys;
   /** Lease tenures this replica ended because their session expired, since it started (metrics). */
   private long leaseExpiries;
-  /**
-   * The ACL (docs/security.md). Replaced as a whole on a change, under the lock; read by the edge
-   * ({@link io.leasehold.server.edge.AccessControl}) without it.
-   */
-  private volatile AclTable acl = AclTable.OFF;
+  /** The ACL and its changes (docs/security.md). */
+  private final AclState acl = new AclState();
   /**
    * The cluster's identity: empty until a leader's Quiet proposes one (the first taken wins), and
    * again after a restore, so that a restored cluster gets one of its own. Keep-alive answers carry
@@ -294,11 +281,11 @@ public final class CoreState {
       case RELEASE:
         return release(command.getRelease(), command.getIdentity(), events);
       case ACL_INIT:
-        return aclInit(command.getAclInit().getRootIdentity());
+        return answer(acl.init(command.getAclInit().getRootIdentity()));
       case ACL_GRANT:
-        return aclGrant(command.getAclGrant(), command.getIdentity());
+        return answer(acl.grant(command.getAclGrant(), command.getIdentity()));
       case ACL_REVOKE:
-        return aclRevoke(command.getAclRevoke(), command.getIdentity());
+        return answer(acl.revoke(command.getAclRevoke(), command.getIdentity()));
       case QUIET:
         return quiet(term, command.getQuiet());
       case HEARD:
@@ -414,7 +401,7 @@ public final class CoreState {
     Session session = sessions.get(revoke.getSessionId());
     if (session != null && !session.usableBy(identity)) {
       // Another identity's session: its holder's close never; an operator's revoke with `admin`.
-      if (revoke.getHolderClosing() || !acl.enabled() || !acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
+      if (revoke.getHolderClosing() || !acl.table().enabled() || !acl.table().allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
         return notYours(session, identity, revoke.getHolderClosing() ? "close" : "revoke (that needs the right \"admin\")");
       }
     }
@@ -726,109 +713,14 @@ public final class CoreState {
     sessionsPerIdentity.merge(identity, delta, (a, b) -> a + b == 0 ? null : a + b);
   }
 
-  // ---- access control ----
-
-  /** Access control on with this root: only the first such entry counts (all bootstrap nodes may send one). */
-  private Applied aclInit(String root) {
-    if (!acl.enabled() && !root.isEmpty()) {
-      acl = AclTable.of(root, List.of());
-    }
-    return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
-  }
-
-  private Applied aclGrant(AclGrantRequest grant, String identity) {
-    Applied refused = refuseAclChange(identity);
-    if (refused != null) {
-      return refused;
-    }
-    AclEntry entry = grant.getEntry();
-    String problem = aclEntryProblem(entry);
-    if (problem == null) {
-      problem = rootEntryProblem(entry);
-    }
-    if (problem != null) {
-      return failed(Failure.Code.FAILED_PRECONDITION, problem);
-    }
-    boolean added = !acl.contains(entry);
-    if (added) {
-      acl = acl.with(entry);
-    }
-    return new Applied(ok(AclGrantResponse.newBuilder().setAdded(added).build().toByteString()), List.of(), NONE);
-  }
-
-  /** The root's rights come from no entry: none naming it may be granted or revoked. */
-  private String rootEntryProblem(AclEntry entry) {
-    return entry.getIdentity().equals(acl.root())
-        ? "the root identity \"" + ClientIdentity.ofStored(acl.root()) + "\" has every right: no entry grants it"
-            + " any, and it cannot be revoked"
-        : null;
-  }
-
-  private Applied aclRevoke(AclRevokeRequest revoke, String identity) {
-    Applied refused = refuseAclChange(identity);
-    if (refused != null) {
-      return refused;
-    }
-    AclEntry entry = revoke.getEntry();
-    String problem = rootEntryProblem(entry);
-    if (problem != null) {
-      return failed(Failure.Code.FAILED_PRECONDITION, problem);
-    }
-    boolean removed = acl.contains(entry);
-    if (removed) {
-      acl = acl.without(entry);
-    }
-    return new Applied(ok(AclRevokeResponse.newBuilder().setRemoved(removed).build().toByteString()), List.of(), NONE);
-  }
-
-  /**
-   * {@return why an ACL entry (identity in stored form) is malformed, naming the field; null when
-   * it is fine} The edge refuses such an entry; the log and snapshot loading refuse it again.
-   */
-  public static String aclEntryProblem(AclEntry entry) {
-    if (!AclRights.ALL.contains(entry.getRight())) {
-      return "right must be one of " + AclRights.WORDS + "; was " + entry.getRightValue();
-    }
-    if (entry.getRight() == AclRight.ACL_RIGHT_ADMIN && !entry.getPrefix().isEmpty()) {
-      return "prefix must be empty for the right admin (it is not per prefix); was \"" + entry.getPrefix() + "\"";
-    }
-    if (entry.getPrefix().length() > Limits.MOST_KEY_BYTES) {
-      return "prefix must be at most " + Limits.MOST_KEY_BYTES + " characters; was " + entry.getPrefix().length();
-    }
-    return null;
-  }
-
-  /** The edge checked already; the log checks again, so a lagging node's view cannot let a change through. */
-  private Applied refuseAclChange(String identity) {
-    if (!acl.enabled()) {
-      return failed(
-          Failure.Code.FAILED_PRECONDITION,
-          ACCESS_CONTROL_OFF);
-    }
-    if (!acl.allows(identity, AclRight.ACL_RIGHT_ADMIN, "")) {
-      return failed(
-          Failure.Code.PERMISSION_DENIED,
-          "identity \"" + ClientIdentity.ofStored(identity) + "\" has no right \"admin\" (needed to change the ACL)");
-    }
-    return null;
-  }
-
   /** {@return the ACL as it is applied here; read without the lock} */
   public AclTable acl() {
-    return acl;
+    return acl.table();
   }
 
   /** {@return the ACL for AclList (identities as users write them)} */
   public AclListResponse aclList() {
-    AclTable table = acl;
-    AclListResponse.Builder list = AclListResponse.newBuilder().setEnabled(table.enabled());
-    if (table.enabled()) {
-      list.setRootIdentity(ClientIdentity.ofStored(table.root()).toString());
-    }
-    for (AclEntry e : table.entries()) {
-      list.addEntries(e.toBuilder().setIdentity(ClientIdentity.ofStored(e.getIdentity()).toString()));
-    }
-    return list.build();
+    return acl.list();
   }
 
   /** {@return whether the session exists and a call by {@code identity} (stored form) may use it} */
@@ -909,15 +801,16 @@ public final class CoreState {
   }
 
   private static Reply ok(ByteString response) {
-    return Reply.newBuilder().setOk(response).build();
+    return Replies.ok(response);
+  }
+
+  /** {@return a reply that changed nothing about sessions and told watchers nothing} */
+  private static Applied answer(Reply reply) {
+    return new Applied(reply, List.of(), NONE);
   }
 
   private static Applied failed(Failure.Code code, String message) {
-    Reply reply =
-        Reply.newBuilder()
-            .setFailure(Failure.newBuilder().setCode(code).setMessage(message))
-            .build();
-    return new Applied(reply, List.of(), NONE);
+    return answer(Replies.failure(code, message));
   }
 
   private static Applied tooLate(String message) {
@@ -1154,7 +1047,8 @@ public final class CoreState {
   private synchronized SnapshotBody snapshotBody() {
     SnapshotBody.Builder body =
         SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
-    body.setAclRoot(acl.root()).addAllAclEntries(acl.entries());
+    AclTable table = acl.table();
+    body.setAclRoot(table.root()).addAllAclEntries(table.entries());
     body.setClusterId(clusterId).setRestored(restored).setGrantsFromMillis(grantsFromMillis);
     for (Session s : sessions.values()) {
       SessionRecord.Builder record =
@@ -1188,7 +1082,7 @@ public final class CoreState {
     quietSessions = 0;
     sessionsPerIdentity.clear();
     // Older snapshots have no ACL section: access control off, as it was.
-    acl = AclTable.of(body.getAclRoot(), body.getAclEntriesList());
+    acl.replace(AclTable.of(body.getAclRoot(), body.getAclEntriesList()));
     lastSessionId = body.getLastSessionId();
     clusterId = body.getClusterId();
     restored = body.getRestored();

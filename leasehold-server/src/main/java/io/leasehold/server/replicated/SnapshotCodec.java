@@ -117,7 +117,7 @@ final class SnapshotCodec {
    */
   private static void refuseInconsistent(SnapshotBody body) throws IOException {
     for (AclEntry entry : body.getAclEntriesList()) {
-      String problem = CoreState.aclEntryProblem(entry);
+      String problem = AclTable.entryProblem(entry);
       if (problem != null) {
         throw new IOException("snapshot ACL entry for \"" + entry.getIdentity() + "\" is malformed: " + problem);
       }
