@@ -35,19 +35,15 @@ import io.leasehold.server.state.Failure;
 import io.leasehold.server.state.Heard;
 import io.leasehold.server.state.Quiet;
 import io.leasehold.server.state.Reply;
-import io.leasehold.server.state.SessionRecord;
 import io.leasehold.server.state.SnapshotBody;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
-import java.util.TreeSet;
 
 /**
  * The replicated state of the core: sessions, keys and the global revision, changed only by
@@ -115,10 +111,7 @@ public final class CoreState {
   private long revision;
   /** Cluster time: the greatest stamp applied. */
   private long clockMillis;
-  /** The greatest session id granted; ids are unique and increase, even within one entry. */
-  private long lastSessionId;
-  private final NavigableMap<Long, Session> sessions = new TreeMap<>();
-  private int quietSessions;
+  private final SessionTable sessions = new SessionTable();
   private final NavigableMap<String, KeyValue> keys = new TreeMap<>();
   private final CallDedup dedup = new CallDedup();
   /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
@@ -140,8 +133,6 @@ public final class CoreState {
   private boolean restored;
   /** Cluster time before which no name is granted (a restored cluster's closed period); 0: none. */
   private long grantsFromMillis;
-  /** Live sessions per granting identity (stored form), for --max-sessions-per-identity. */
-  private final Map<String, Integer> sessionsPerIdentity = new HashMap<>();
 
   /** A change to apply, with what it answers and what watchers are told. */
   public record Applied(Reply reply, List<Event> events, Change change) {}
@@ -166,40 +157,6 @@ public final class CoreState {
    * measured on its own (leasehold-jmh) without a node around it.
    */
   public CoreState() {}
-
-  private static final class Session {
-    final long id;
-    final String owner;
-    final long ttlMillis;
-    /** The client identity that granted it (stored form: empty for anonymous). */
-    final String identity;
-    final TreeSet<String> keys = new TreeSet<>();
-    /** Cluster time since which no leader has confirmed the session; -1 when not quiet. */
-    long quietSince = -1;
-    /** Cluster time of the last Heard naming the session; -1 if none. */
-    long heardAt = -1;
-    /** Keys of this session's tenures an operator revoked: each a tombstone in revokedLeases. */
-    final TreeSet<String> revokedKeys = new TreeSet<>();
-    /** An operator revoked the session: no longer kept alive, and nothing new attaches to it. */
-    boolean revoked;
-
-    Session(long id, String owner, long ttlMillis, String identity) {
-      this.id = id;
-      this.owner = owner;
-      this.ttlMillis = ttlMillis;
-      this.identity = identity;
-    }
-
-    /**
-     * Whether a call by {@code caller} (stored form) may use this session: the identity that
-     * granted it, or anyone for a session granted without one (by a plaintext or certificate-less
-     * client, or by a build before identities — shared by every such client already, and its
-     * holder must keep it across an upgrade to mutual TLS).
-     */
-    boolean usableBy(String caller) {
-      return identity.isEmpty() || identity.equals(caller);
-    }
-  }
 
   /**
    * Applies one log entry.
@@ -345,27 +302,13 @@ public final class CoreState {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
     }
     long since = quiet.getSinceMillis();
-    for (Session s : sessions.headMap(quiet.getMaxSessionId(), true).values()) {
-      // A Heard stamped at or after `since` was written after this decision: the session was
-      // confirmed since, so the mark would be stale.
-      if (s.quietSince < 0 && s.heardAt < since) {
-        s.quietSince = since;
-        quietSessions++;
-      }
-    }
+    sessions.markQuiet(quiet.getMaxSessionId(), since);
     return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
   }
 
   private Applied heard(Heard heard) {
     for (long id : heard.getSessionIdsList()) {
-      Session s = sessions.get(id);
-      if (s != null) {
-        if (s.quietSince >= 0) {
-          quietSessions--;
-        }
-        s.quietSince = -1;
-        s.heardAt = clockMillis;
-      }
+      sessions.heard(id, clockMillis);
     }
     return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
   }
@@ -376,18 +319,15 @@ public final class CoreState {
     // The limit travels in the entry (the taking node's setting), so every replica applies the
     // same one and refuses the same grants, whatever its own flag says.
     int limit = command.getMaxSessionsPerIdentity();
-    int has = sessionsPerIdentity.getOrDefault(identity, 0);
+    int has = sessions.countOf(identity);
     if (limit > 0 && has >= limit) {
       return failed(
           Failure.Code.RESOURCE_EXHAUSTED,
           "the limit max-sessions-per-identity (" + limit + ") is reached: identity \""
               + ClientIdentity.ofStored(identity) + "\" has " + has + " sessions; close one before granting another");
     }
-    // The entry's index when it grants one session (as every entry did before batches); the next
-    // free number when an entry grants several. Deterministic either way.
-    long id = Math.max(lastSessionId + 1, index);
-    lastSessionId = id;
-    addSession(new Session(id, grant.getOwner(), grant.getTtlMillis(), identity));
+    long id = sessions.nextId(index);
+    sessions.add(new Session(id, grant.getOwner(), grant.getTtlMillis(), identity));
     GrantResponse response =
         GrantResponse.newBuilder()
             .setSessionId(id)
@@ -426,10 +366,6 @@ public final class CoreState {
     Session session = sessions.remove(sessionId);
     if (session == null) {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
-    }
-    countSession(session.identity, -1);
-    if (session.quietSince >= 0) {
-      quietSessions--;
     }
     for (String key : session.revokedKeys) {
       revokedLeases.remove(key);
@@ -704,15 +640,6 @@ public final class CoreState {
             + ": it belongs to another client identity");
   }
 
-  private void addSession(Session session) {
-    sessions.put(session.id, session);
-    countSession(session.identity, +1);
-  }
-
-  private void countSession(String identity, int delta) {
-    sessionsPerIdentity.merge(identity, delta, (a, b) -> a + b == 0 ? null : a + b);
-  }
-
   /** {@return the ACL as it is applied here; read without the lock} */
   public AclTable acl() {
     return acl.table();
@@ -731,7 +658,7 @@ public final class CoreState {
 
   /** {@return how many sessions {@code identity} (stored form) has} */
   synchronized int sessionsOf(String identity) {
-    return sessionsPerIdentity.getOrDefault(identity, 0);
+    return sessions.countOf(identity);
   }
 
   /** Creates or updates a key at a new revision; detaches it from a session it leaves. */
@@ -871,7 +798,7 @@ public final class CoreState {
 
   private long longestSessionTtlMillis() {
     long longest = 0;
-    for (Session s : sessions.values()) {
+    for (Session s : sessions.all()) {
       longest = Math.max(longest, s.ttlMillis);
     }
     return longest;
@@ -893,7 +820,7 @@ public final class CoreState {
   }
 
   public synchronized boolean hasSession(long sessionId) {
-    return sessions.containsKey(sessionId);
+    return sessions.contains(sessionId);
   }
 
   /**
@@ -929,20 +856,12 @@ public final class CoreState {
 
   /** {@return the quiet sessions, each with the cluster time since which it is quiet} */
   public synchronized Map<Long, Long> quietSince() {
-    Map<Long, Long> quiet = new HashMap<>();
-    if (quietSessions > 0) {
-      sessions.values().forEach(s -> {
-        if (s.quietSince >= 0) {
-          quiet.put(s.id, s.quietSince);
-        }
-      });
-    }
-    return quiet;
+    return sessions.quietSince();
   }
 
   /** {@return whether any session is quiet} */
   public synchronized boolean hasQuietSessions() {
-    return quietSessions > 0;
+    return sessions.hasQuiet();
   }
 
   /** {@return cluster time: the greatest stamp applied} */
@@ -981,9 +900,7 @@ public final class CoreState {
 
   /** {@return every session's id and TTL, for the keeper to arm after a restart or snapshot} */
   public synchronized Map<Long, Long> sessionTtls() {
-    Map<Long, Long> ttls = new LinkedHashMap<>();
-    sessions.values().forEach(s -> ttls.put(s.id, s.ttlMillis));
-    return ttls;
+    return sessions.ttls();
   }
 
   public synchronized Counts counts() {
@@ -1046,21 +963,11 @@ public final class CoreState {
 
   private synchronized SnapshotBody snapshotBody() {
     SnapshotBody.Builder body =
-        SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis).setLastSessionId(lastSessionId);
+        SnapshotBody.newBuilder().setRevision(revision).setClockMillis(clockMillis);
     AclTable table = acl.table();
     body.setAclRoot(table.root()).addAllAclEntries(table.entries());
     body.setClusterId(clusterId).setRestored(restored).setGrantsFromMillis(grantsFromMillis);
-    for (Session s : sessions.values()) {
-      SessionRecord.Builder record =
-          SessionRecord.newBuilder().setId(s.id).setOwner(s.owner).setTtlMillis(s.ttlMillis).setRevoked(s.revoked).setIdentity(s.identity);
-      if (s.quietSince >= 0) {
-        record.setQuietSinceMillis(s.quietSince);
-      }
-      if (s.heardAt >= 0) {
-        record.setHeardAtMillis(s.heardAt);
-      }
-      body.addSessions(record);
-    }
+    sessions.writeTo(body);
     body.addAllKeys(keys.values());
     body.addAllRevokedLeases(revokedLeases.values());
     dedup.writeTo(body);
@@ -1074,32 +981,16 @@ public final class CoreState {
     int format = read.format();
     revision = body.getRevision();
     clockMillis = body.getClockMillis();
-    sessions.clear();
     keys.clear();
     revokedLeases.clear();
     heldLeases = 0;
     attachedKeys = 0;
-    quietSessions = 0;
-    sessionsPerIdentity.clear();
     // Older snapshots have no ACL section: access control off, as it was.
     acl.replace(AclTable.of(body.getAclRoot(), body.getAclEntriesList()));
-    lastSessionId = body.getLastSessionId();
     clusterId = body.getClusterId();
     restored = body.getRestored();
     grantsFromMillis = body.getGrantsFromMillis();
-    for (SessionRecord r : body.getSessionsList()) {
-      Session s = new Session(r.getId(), r.getOwner(), r.getTtlMillis(), r.getIdentity());
-      if (r.hasQuietSinceMillis()) {
-        s.quietSince = r.getQuietSinceMillis();
-        quietSessions++;
-      }
-      if (r.hasHeardAtMillis()) {
-        s.heardAt = r.getHeardAtMillis();
-      }
-      s.revoked = r.getRevoked();
-      addSession(s);
-      lastSessionId = Math.max(lastSessionId, s.id);
-    }
+    sessions.readFrom(body.getSessionsList(), body.getLastSessionId());
     for (KeyValue kv : body.getKeysList()) {
       keys.put(kv.getKey(), kv);
       countLease(kv.getKey(), +1);
