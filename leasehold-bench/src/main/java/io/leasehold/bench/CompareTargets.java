@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The core's targets (issue 12), each judged on the figures of a compare run: met, {@code MISSED}
+ * The core's performance targets (BENCHMARKS.md), each judged on the figures of a compare run: met, {@code MISSED}
  * by how much, or {@code n/a} when the run did not measure what the target speaks of (a store left
  * out, fewer leases or kills than the target names). Every target reads the median over the
  * rounds, except spurious losses, which must be 0 in every round (the greatest is read), and the

@@ -175,7 +175,7 @@ final class LeaderFailover {
     result.figure("kills", "leader kills with a measured recovery", probeRecovery.getTotalCount(), "");
     addMs(result, "next_acquire", "kill -> next successful acquire", probeRecovery);
     // With a few dozen kills, p99 is the max: the spread below it and the count over the target
-    // (issue 12: p99 <= 1 s) say whether a change moved the many or the one.
+    // (the failover target: p99 <= 1 s) say whether a change moved the many or the one.
     boolean none = probeRecovery.getTotalCount() == 0;
     result.figure("next_acquire_min_ms", "kill -> next successful acquire min",
         none ? Double.NaN : Latency.ms(probeRecovery.getMinValue()), "ms");

@@ -21,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@code hold}, then its work returns, the election releases, and a waiter takes over. Measures
  * the gap from the leader's work returning to the next leader's work starting, with the waiters
  * either <b>observing</b> the lease (told when it frees, they ask again within a small jitter: how
- * {@code LeaderElection.observing(backend)} and {@code leasehold run --wait} wait since issue 14) or
+ * {@code LeaderElection.observing(backend)} and {@code leasehold run --wait} wait) or
  * <b>polling</b> with the election's backoff (how both waited before). Same build, same store,
  * same load: the difference is the waiting alone.
  */

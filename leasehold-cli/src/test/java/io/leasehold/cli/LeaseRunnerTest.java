@@ -122,7 +122,7 @@ class LeaseRunnerTest {
   }
 
   /**
-   * Issue 14, item 4: {@code --wait} observes the lease and asks again as soon as it frees. The
+   * {@code --wait} observes the lease and asks again as soon as it frees. The
    * waiter's retry interval is 30 minutes (its first retry is 15-30 min after the refusal) and the
    * TTL 60 s, so only the observation explains a start within this test's bounds.
    */

@@ -7,7 +7,7 @@ import java.util.Properties;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 18, items 9 and 10: the libraries underneath log errors only, and the routine noise not at
+ * The libraries underneath log errors only, and the routine noise not at
  * all (an unreachable ZooKeeper: ~190 lines of Curator and ZooKeeper traces; a leader redirect: an
  * ERROR with a 27-line trace); Leasehold's own log stays at INFO.
  */

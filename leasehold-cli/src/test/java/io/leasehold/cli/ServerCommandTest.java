@@ -85,7 +85,7 @@ class ServerCommandTest {
               DevCommandTest.freshDir("server-taken").toString(), "--bootstrap");
 
       assertThat(run.exitCode()).isEqualTo(1);
-      // Checked before the node starts (issue 18, bug 2): one line, naming the port.
+      // Checked before the node starts: one line, naming the port.
       assertThat(run.err())
           .isEqualTo("leasehold server: node a cannot start: its client port " + port + " is in use (another"
               + " node or program on this machine?); give it other ports in --peers" + System.lineSeparator());

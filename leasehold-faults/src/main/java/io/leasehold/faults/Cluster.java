@@ -147,7 +147,7 @@ final class Cluster implements StoreCluster {
         "-Djdk.net.hosts.file=" + dir.resolve("hosts-" + id(j)).toAbsolutePath()));
     // Ratis's own account of roles, elections and membership in the node's log (the CLI logs only
     // its errors): a run that goes wrong then says why a node stepped down, closed a division, or
-    // did not take a configuration (stop 18: a joining node's division closed, and nothing said why).
+    // did not take a configuration (seen once: a joining node's division closed, and nothing said why).
     cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.RaftServer$Division=info");
     cmd.add("-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl=info");
     // The clock agent: the nemesis can make this node's session clock run fast or slow.

@@ -54,7 +54,7 @@ public final class FaultsMain implements Callable<Integer> {
 
   /**
    * {@return the command line, as {@code leasehold}'s: a bad option is its message and a pointer
-   * to --help (exit 2), not the whole usage after it (issue 18, item 18)}
+   * to --help (exit 2), not the whole usage after it}
    */
   static CommandLine commandLine() {
     return new CommandLine(new FaultsMain())

@@ -123,7 +123,7 @@ final class RunOptions {
   private static final Set<String> URI_SCHEMES = Set.of("leasehold", "etcd", "zookeeper", "kubernetes");
 
   /**
-   * Checks a backend URI before anything starts (issue 18): its scheme, and each host:port the
+   * Checks a backend URI before anything starts: its scheme, and each host:port the
    * harness puts a proxy in front of; otherwise 3 nodes start first, then a stack trace.
    */
   private static void checkUri(CommandSpec spec, String uri) {

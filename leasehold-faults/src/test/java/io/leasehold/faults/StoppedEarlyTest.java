@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A fault step that cannot finish (stop 21: an add-node that Ratis never completed, refused for
+ * A fault step that cannot finish (seen once: an add-node that Ratis never completed, refused for
  * three minutes) ends the nemesis, not the run: the harness heals, stops the clients and checks
  * what they recorded, records the fault it was in, and fails the run with an error that says so.
  * Before, it threw out of the run with no report, so 32 minutes of histories gave no verdict.

@@ -761,7 +761,7 @@ public final class CoreNode implements AutoCloseable {
    * stop's step after {@link #handOverLeadership}. The calls taken during the move were forwarded
    * to the new leader, which answers them within a round trip or two of being ready; {@link
    * #close()} would cancel them, and each client would send its call again through a node that
-   * may not know the leader yet (stop 20's logs: 200–570 ms more than answering them here). New
+   * may not know the leader yet (measured in a failover's logs: 200–570 ms more than answering them here). New
    * calls may still arrive meanwhile (clients learn the new leader from the answers).
    *
    * @return whether every call was answered in time

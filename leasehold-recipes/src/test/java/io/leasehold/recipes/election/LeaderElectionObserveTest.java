@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 14, item 4: a follower observes the lease and takes over as soon as it frees. On virtual
+ * A follower observes the lease and takes over as soon as it frees. On virtual
  * time, with a 60 s TTL and a backoff of at least 15 s (30 s initial, drawn from [15 s, 30 s]):
  * a takeover within one virtual second of the release is explained by the observation only,
  * neither by an expiry nor by a retry.

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 14, item 3: the membership registry on the memory store, on virtual time. Each member is
+ * The membership registry on the memory store, on virtual time. Each member is
  * a process of its own (a connection that can be cut off, paused); the observer is another.
  */
 @Timeout(value = 1, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)

@@ -476,7 +476,7 @@ public final class RaftGateway implements AutoCloseable {
    * A node that has just handed its leadership over holds the calls it took during the move,
    * forwarded to the new leader, which answers them within a round trip or two of being ready;
    * closing before then cancels them, and each client sends its call again through a node that
-   * may not know the leader yet (stop 20's logs: 200–570 ms more).
+   * may not know the leader yet (measured in a failover's logs: 200–570 ms more).
    *
    * @return whether it was idle in time
    */
