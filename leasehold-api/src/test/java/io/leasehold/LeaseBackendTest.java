@@ -3,9 +3,11 @@ package io.leasehold;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Backend lookup, with the two test providers registered in this module's test resources. */
+@Tag("integration")
 class LeaseBackendTest {
 
   @Test

@@ -15,11 +15,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold acl} against a real one-node cluster with mutual TLS and a root identity. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class AclCommandTest {
 
   private static final Duration VALID = Duration.ofDays(1);

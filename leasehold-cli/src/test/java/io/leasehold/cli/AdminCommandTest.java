@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.Timeout;
  * hand-over of a {@code leasehold server} that leads when it is stopped.
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class AdminCommandTest {
 
   private static final Duration PATIENCE = Duration.ofSeconds(30);

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.Timeout;
  * before anything starts.
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class BackupRestoreTest {
 
   private static final Duration PATIENCE = Duration.ofSeconds(30);

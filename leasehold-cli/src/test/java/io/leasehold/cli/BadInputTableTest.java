@@ -13,19 +13,21 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Every command with bad input, in this JVM (issue 18): for each row, the exit status from the
+ * Every command with bad input, in this JVM: for each row, the exit status from the
  * documented set, one message naming the flag or the URI's part, no stack trace, and done within
  * the class's bound. To add a case, add a row: the exit status, a fragment of the message, the
  * arguments; {@code FREE} stands for a loopback port nothing listens on (nor on the next),
  * {@code TAKEN} for a port whose next port (a node's Raft port) something listens on.
  */
 @Timeout(value = 40, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class BadInputTableTest {
 
   /** docs/cli.md's exit statuses, but 0. */
@@ -175,7 +177,7 @@ class BadInputTableTest {
         row(2, "--backend must be a core URI", "revoke", "x", "--backend", "etcd://127.0.0.1:2379"),
         row(1, "no node of leasehold://127.0.0.1:FREE answered",
             "revoke", "x", "--backend", core, "--timeout", "500ms"),
-        // admin (issue 16)
+        // admin
         row(2, "--backend must be a core URI", "admin", "transfer-leader", "--backend", "memory:"),
         row(2, "--timeout must be between 100ms and 1m; was 5m", "admin", "transfer-leader", "--timeout", "5m"),
         row(2, "--to must be a node id", "admin", "transfer-leader", "--to", " "),
@@ -183,7 +185,7 @@ class BadInputTableTest {
             "admin", "transfer-leader", "--backend", core),
         row(1, "no node of leasehold://127.0.0.1:FREE answered; nothing moved",
             "admin", "transfer-leader", "--to", "n1", "--backend", core, "--timeout", "500ms"),
-        // membership: the node named alone, as it is (stop 24: "zz" was said to break a --peers rule,
+        // membership: the node named alone, as it is (once, "zz" was said to break a --peers rule,
         // and of "a=h:1,b=h:2" only the first node was added, with no word about the second)
         row(2, "ID=HOST:PORT: a node must look like id=host:port; \"zz\" does not",
             "admin", "add-node", "zz", "--backend", core),
@@ -197,7 +199,7 @@ class BadInputTableTest {
             "admin", "snapshot", "save", "target/x.backup", "--timeout", "11m"),
         row(1, "no node of leasehold://127.0.0.1:FREE answered; nothing was saved",
             "admin", "snapshot", "save", "target/x.backup", "--backend", core, "--timeout", "500ms"),
-        // server --restore (issue 16)
+        // server --restore
         row(2, "--restore seeds a new node: it needs --bootstrap",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/nowhere-18",
             "--restore", "pom.xml"),
@@ -210,7 +212,7 @@ class BadInputTableTest {
         row(2, "--bump-revision must be 0 to 1000000000000000; was -1",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/nowhere-18",
             "--bootstrap", "--restore", "pom.xml", "--bump-revision", "-1"),
-        // TLS (issue 13): the server's flags, the leaseholds:// URI's parameters
+        // TLS: the server's flags, the leaseholds:// URI's parameters
         row(2, "--tls-cert, --tls-key and --tls-ca go together (all three for TLS, none for plaintext); missing: --tls-key, --tls-ca",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--tls-cert", "pom.xml"),
@@ -234,7 +236,7 @@ class BadInputTableTest {
             "admin", "transfer-leader", "--backend", "leaseholds://127.0.0.1:FREE?ca=pom.xml&tls=on"),
         row(2, "--backend is not a usable backend URI ('leaseholds://127.0.0.1:FREE?ca=pom.xml&key=pom.xml')",
             "run", "--backend", "leaseholds://127.0.0.1:FREE?ca=pom.xml&key=pom.xml", "--lease", "x", "--", "true"),
-        // access control (issue 13 item 2)
+        // access control
         row(2, "RIGHT must be one of lease, read, write, watch, admin; was \"own\"", "acl", "grant", "CN=x", "own", "p/"),
         row(2, "PREFIX must be empty for admin (it is not per prefix); was \"p/\"", "acl", "grant", "CN=x", "admin", "p/"),
         row(2, "Missing required parameter: 'RIGHT'", "acl", "revoke", "CN=x"),
@@ -251,7 +253,7 @@ class BadInputTableTest {
         row(2, "--max-sessions-per-identity must be 1 to 10000000; was 0",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-sessions-per-identity", "0"),
-        // limits (issue 13 item 3): each flag's range
+        // limits: each flag's range
         row(2, "--max-keys-per-session must be 1 to 10000000; was 0",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-keys-per-session", "0"),

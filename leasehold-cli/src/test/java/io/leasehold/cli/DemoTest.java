@@ -5,11 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Runs the demo end to end, in real time, in this JVM; about six seconds in all. */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class DemoTest {
 
   @Test

@@ -12,11 +12,13 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold dev} runs a real cluster in this JVM, on free ports, under target/. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class DevCommandTest {
 
   private static final Duration START = Duration.ofSeconds(40);

@@ -15,11 +15,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold get} and {@code leasehold watch} against a real 3-node cluster in this JVM. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class GetWatchCommandTest {
 
   private static LocalCluster cluster;

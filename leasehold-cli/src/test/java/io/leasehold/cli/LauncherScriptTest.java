@@ -13,17 +13,19 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The {@code ./leasehold} launcher script's build step (issue 18, bug 1), in a copy of the script
+ * The {@code ./leasehold} launcher script's build step, in a copy of the script
  * next to a fake source tree, with a stub {@code mvn} and a stub {@code java} on the PATH: the stub
  * build writes the jar in place as Maven does, completely or (interrupted) half; the stub java
  * refuses a jar without a zip end record, as {@code java -jar} says "Invalid or corrupt jarfile".
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class LauncherScriptTest {
 
   private static final String STUB_MVN =

@@ -32,6 +32,7 @@ import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,7 +41,7 @@ import picocli.CommandLine.ParseResult;
 
 /**
  * The Kubernetes manifests (deploy/kubernetes/) and the image (deploy/docker/Dockerfile), checked
- * without a cluster (issue 16, item 5). Every manifest is parsed; the StatefulSet's entrypoint is
+ * without a cluster. Every manifest is parsed; the StatefulSet's entrypoint is
  * run as a pod would run it — its environment built from the manifest as the kubelet builds it, a
  * stub {@code java} that prints its command line and a stub {@code getent} on the PATH — for every
  * ordinal; the command line it makes is parsed by the real {@code leasehold server} (picocli, then
@@ -49,6 +50,7 @@ import picocli.CommandLine.ParseResult;
  * the disruption budget and the image.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class ManifestsTest {
 
   private static final Path KUBERNETES = Path.of("../deploy/kubernetes");

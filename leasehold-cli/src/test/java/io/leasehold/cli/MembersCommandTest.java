@@ -14,11 +14,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold members} against a real one-node core in this JVM. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class MembersCommandTest {
 
   @Test

@@ -14,11 +14,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold revoke} against a real 3-node cluster in this JVM. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class RevokeCommandTest {
 
   private static LocalCluster cluster;

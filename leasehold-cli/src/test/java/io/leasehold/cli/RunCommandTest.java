@@ -11,12 +11,14 @@ import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
 
 /** {@code leasehold run} through the command line: options, defaults, errors. */
 @Timeout(value = 1, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class RunCommandTest {
 
   private final StringWriter err = new StringWriter();
@@ -80,7 +82,7 @@ class RunCommandTest {
   }
 
   /**
-   * Issue 18, bug 5 and item 14: waiting on a store that never answers ends 69 (nobody was seen
+   * Waiting on a store that never answers ends 69 (nobody was seen
    * holding the lease), not 75, and says it could not reach the store once, not every attempt.
    */
   @Test

@@ -13,11 +13,13 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold server}: real clusters in this JVM, stopped and started again. */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class ServerCommandTest {
 
   private static final Duration START = Duration.ofSeconds(30);

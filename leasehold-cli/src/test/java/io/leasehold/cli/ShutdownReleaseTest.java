@@ -26,17 +26,19 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 14, item 6: coordinated shutdown. A process that is asked to stop (SIGTERM to a child JVM)
+ * Coordinated shutdown. A process that is asked to stop (SIGTERM to a child JVM)
  * releases its lease, so the next holder starts at once. The TTL is 60 s, longer than this whole
  * test may take, so a takeover here cannot be an expiry; and the store's own events say which it
  * was: {@code RELEASED} before the next {@code ACQUIRED}, never {@code EXPIRED}.
  */
 @Timeout(value = 50, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class ShutdownReleaseTest {
 
   private static final Duration TTL = Duration.ofSeconds(60);

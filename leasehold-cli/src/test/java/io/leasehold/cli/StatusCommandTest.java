@@ -17,11 +17,13 @@ import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** {@code leasehold status} against a real 3-node cluster in this JVM. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class StatusCommandTest {
 
   private static final Pattern ROW =
@@ -78,7 +80,7 @@ class StatusCommandTest {
     }
   }
 
-  /** Issue 18, item 11: through a follower alone, the cluster has a leader, just not one asked. */
+  /** Through a follower alone, the cluster has a leader, just not one asked. */
   @Test
   void statusThroughAFollowerSaysTheLeaderIsNotAmongTheNodesAsked() {
     // ignoreExceptions: no leader at this moment (an election on a loaded machine) is a retry.

@@ -5,8 +5,10 @@ import io.leasehold.testkit.ContractFixture;
 import io.leasehold.testkit.LeaseContractSuite;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /** The whole contract on a real 3-node core, real time, TTL 3 s, faults through TCP proxies. */
+@Tag("integration")
 class CoreContractTest extends LeaseContractSuite {
 
   private static LocalCluster cluster;

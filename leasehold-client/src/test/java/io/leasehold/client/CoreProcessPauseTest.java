@@ -5,8 +5,10 @@ import io.leasehold.testkit.ProcessPauseSuite;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /** A holder JVM frozen with SIGSTOP past its TTL, on a real 3-node core. */
+@Tag("integration")
 class CoreProcessPauseTest extends ProcessPauseSuite {
 
   private static LocalCluster cluster;

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The whole contract on a real 3-node core over mutual TLS: every client port and the Raft port
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.BeforeAll;
  * its own TCP proxies, which relay the encrypted bytes, so partitions work as in plaintext).
  * Certificates are made here, never committed.
  */
+@Tag("integration")
 class CoreTlsContractTest extends LeaseContractSuite {
 
   private static final Duration VALID = Duration.ofDays(1);

@@ -27,15 +27,17 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Planned moves of the leadership (issue 16): an operator's {@code TransferLeader} and the
+ * Planned moves of the leadership: an operator's {@code TransferLeader} and the
  * hand-over of a leader stopped for maintenance, on a real 3-node core, with a lease held
  * throughout — which must neither be lost nor go to anyone else.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class LeadershipTransferTest {
 
   private static final Duration TTL = Duration.ofSeconds(5);

@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.Timeout;
  * caller retries or gives up on), never as a refusal that says nothing was written.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class UnknownOutcomeTest {
 
   private static LocalCluster cluster;

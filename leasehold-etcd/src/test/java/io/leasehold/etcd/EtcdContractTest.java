@@ -5,11 +5,13 @@ import io.leasehold.testkit.ContractFixture;
 import io.leasehold.testkit.LeaseContractSuite;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The whole contract on a real single-member etcd (one per class), on real time with a 2 s TTL;
  * faults through a TCP proxy per contender.
  */
+@Tag("integration")
 class EtcdContractTest extends LeaseContractSuite {
 
   private static EtcdCluster cluster;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Timeout;
  * which names the expected form; nothing else. Input: the URI's bytes, as UTF-8.
  */
 @Timeout(60)
+@Tag("integration")
 class EtcdUriFuzzTest {
 
   @FuzzTest

@@ -17,6 +17,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.Timeout;
  * after the first came back, ends the grant; a success in between forgets the first.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class SessionNotFoundTest {
 
   private final VirtualClock clock = new VirtualClock(1_000_000_000L);

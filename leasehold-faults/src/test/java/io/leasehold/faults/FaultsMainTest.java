@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -12,6 +13,7 @@ import picocli.CommandLine;
 
 /** Bad options end with status 2 and a message naming the option, the range and the value. */
 @Timeout(30)
+@Tag("integration")
 class FaultsMainTest {
 
   @ParameterizedTest
@@ -39,7 +41,7 @@ class FaultsMainTest {
     assertThat(err.toString()).contains(message);
   }
 
-  /** Issue 18, item 18: a bad option is its message and a pointer to --help, not the whole usage. */
+  /** A bad option is its message and a pointer to --help, not the whole usage. */
   @Test
   void aBadOptionIsNotFollowedByTheWholeUsage() {
     StringWriter err = new StringWriter();

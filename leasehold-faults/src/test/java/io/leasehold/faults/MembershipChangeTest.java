@@ -38,11 +38,12 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 16 item 1, end to end: a 3-node core in child JVMs (as {@code leasehold server} runs
+ * Membership changes end to end: a 3-node core in child JVMs (as {@code leasehold server} runs
  * them), changed online with {@code leasehold admin} while a lease is held and a client that was
  * given one node's address follows the membership. One scenario, in the order an operator meets
  * it: a node's disk dies (the node is down during the change), a new node started with {@code
@@ -50,6 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * one, the leader is killed in the middle of that, and the same command run again finishes it.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class MembershipChangeTest {
 
   private static final Duration WAIT = Duration.ofSeconds(90);

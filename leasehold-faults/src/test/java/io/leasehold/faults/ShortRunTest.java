@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
@@ -24,6 +25,7 @@ import picocli.CommandLine;
  * every clock skew took effect), the leases changed hands, writes were accepted and acknowledged.
  */
 @Timeout(value = 6, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class ShortRunTest {
 
   @Test

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.Timeout;
  * Before, it threw out of the run with no report, so 32 minutes of histories gave no verdict.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class StoppedEarlyTest {
 
   @Test

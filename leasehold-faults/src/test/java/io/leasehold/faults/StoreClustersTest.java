@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * elect a leader without it), so every byte among the servers crosses the links.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class StoreClustersTest {
 
   private static final Duration STARTUP = Duration.ofSeconds(120);

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.leasehold.testkit.TcpProxy;
 import org.apache.pekko.actor.ActorSystem;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.Timeout;
  * singleton over only after A's singleton stopped.
  */
 @Timeout(90)
+@Tag("integration")
 class EtcdSingletonTest {
 
   private final EtcdServer etcd = EtcdServer.start();

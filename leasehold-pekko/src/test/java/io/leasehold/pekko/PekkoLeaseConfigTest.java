@@ -7,6 +7,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.leasehold.LeaseSettings;
 import java.time.Duration;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -16,6 +17,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * back to {@code pekko.coordination.lease}. Every bad value is refused with a message that names
  * the key.
  */
+@Tag("integration")
 class PekkoLeaseConfigTest {
 
   private static org.apache.pekko.coordination.lease.LeaseSettings pekko(String block) {

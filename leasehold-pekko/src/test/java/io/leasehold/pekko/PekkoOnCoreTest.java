@@ -21,6 +21,7 @@ import org.apache.pekko.actor.ActorSystem;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.Timeout;
  * and A downed from B's side.
  */
 @Timeout(150)
+@Tag("integration")
 class PekkoOnCoreTest {
 
   private static LocalCluster core;

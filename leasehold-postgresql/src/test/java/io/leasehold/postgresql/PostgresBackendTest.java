@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.Timeout;
  * releases on its own: what they check is what the database lets happen meanwhile.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class PostgresBackendTest {
 
   private static final Duration TTL = PostgresFixture.TTL;

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.Timeout;
  * until its holder released; the notification payload survives names of any characters.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class PostgresObserveTest {
 
   private static final Duration TTL = PostgresFixture.TTL;

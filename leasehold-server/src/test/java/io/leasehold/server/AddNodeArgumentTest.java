@@ -14,6 +14,7 @@ import io.leasehold.core.proto.MembersRequest;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * before the comma was added, with no word about the rest.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class AddNodeArgumentTest {
 
   @TempDir Path root;

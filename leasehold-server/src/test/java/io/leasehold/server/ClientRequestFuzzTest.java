@@ -34,6 +34,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -49,6 +50,7 @@ import org.junit.jupiter.api.Timeout;
  * valid message of that kind are skipped: gRPC refuses them before the service sees them.
  */
 @Timeout(300)
+@Tag("integration")
 class ClientRequestFuzzTest {
 
   /** What a call may end with besides OK: the statuses the service documents. */

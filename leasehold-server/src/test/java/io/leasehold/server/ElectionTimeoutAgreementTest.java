@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,6 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
  * node started again with the right value). Until it answers, n1 and n2 serve as a majority.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class ElectionTimeoutAgreementTest {
 
   private static final Duration TIMEOUT = Duration.ofMillis(200);

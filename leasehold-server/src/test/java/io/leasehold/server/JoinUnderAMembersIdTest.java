@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -18,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
  * under a new id, rather than run (and vote) with a log shorter than what the id acknowledged.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class JoinUnderAMembersIdTest {
 
   private LocalCluster cluster;

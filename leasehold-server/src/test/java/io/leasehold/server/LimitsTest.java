@@ -41,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,6 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * nothing changes, and another client is still served meanwhile.
  */
 @Timeout(120)
+@Tag("integration")
 class LimitsTest {
 
   private static final int KEYS = 3;

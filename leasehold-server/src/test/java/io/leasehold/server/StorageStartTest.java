@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * more than a start.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class StorageStartTest {
 
   private static final UnaryOperator<NodeConfig> FAST = c -> c.withElectionTimeout(Duration.ofMillis(100));

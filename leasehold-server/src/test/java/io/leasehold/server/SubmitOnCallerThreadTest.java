@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * first use, so a leader whose writes took the hand-off has one.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class SubmitOnCallerThreadTest {
 
   @TempDir Path root;

@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.integration.leader.Candidate;
@@ -44,6 +45,7 @@ import org.springframework.integration.support.locks.LockRegistry;
  * every sample of k ended, and no token belongs to two instances.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class LeaderInitiatorOnCoreTest {
 
   // Long enough that a loaded machine's pauses are not losses (the test is about one leader at a
@@ -157,7 +159,7 @@ class LeaderInitiatorOnCoreTest {
       span[2] = Math.min(span[2], s.after);
     }
     // Every grant is recorded; a tenure may still fall between two samples 5 ms apart on a loaded
-    // machine (stop 20's clean-clone run sampled 2 of 3), so the count of leaders comes from the
+    // machine (one clean-clone run sampled 2 of 3), so the count of leaders comes from the
     // grants and the samples must show at least a hand-over.
     assertThat(grants.stream().map(Grant::token).distinct().count())
         .as("leaders granted: the first, the one after the kill, the one after the pause")

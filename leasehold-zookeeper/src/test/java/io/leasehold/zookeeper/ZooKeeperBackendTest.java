@@ -25,11 +25,13 @@ import org.apache.zookeeper.data.Stat;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** What is particular to ZooKeeper, against a real server: store answers, sessions, znodes. */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class ZooKeeperBackendTest {
 
   private static final String CHROOT = "/backend";

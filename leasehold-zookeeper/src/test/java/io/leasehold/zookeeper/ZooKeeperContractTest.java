@@ -8,11 +8,13 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.TestingServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /**
  * The whole contract suite against a real ZooKeeper server (in process), on real time, with a
  * 1 s TTL and a 1 s session timeout; every contender reaches the server through a TCP proxy.
  */
+@Tag("integration")
 class ZooKeeperContractTest extends LeaseContractSuite {
 
   static final Duration TTL = Duration.ofSeconds(1);

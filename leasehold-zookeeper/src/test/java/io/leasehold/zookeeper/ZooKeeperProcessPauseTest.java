@@ -6,12 +6,14 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.TestingServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 
 /**
  * Scenario (d) with a real pause: the holder is a child JVM frozen with {@code SIGSTOP}, so every
  * one of its threads stops, ZooKeeper's own heartbeat threads included, and its session expires
  * on a real server.
  */
+@Tag("integration")
 class ZooKeeperProcessPauseTest extends ProcessPauseSuite {
 
   private static final String CHROOT = "/process-pause";

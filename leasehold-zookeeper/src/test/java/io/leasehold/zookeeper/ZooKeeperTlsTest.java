@@ -22,6 +22,7 @@ import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.server.auth.ProviderRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,6 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the module's other tests, in the same JVM, see none of them.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class ZooKeeperTlsTest {
 
   private static final Duration TTL = Duration.ofSeconds(2);

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.apache.zookeeper.client.FourLetterWordMain;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +35,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * killed leave no leader: a {@code leader()} that named any member that answers would fail there.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class ManagedClustersTest {
 
   /** Elections take seconds; a restarted JVM on two busy cores takes longer. */

@@ -16,15 +16,17 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 14's membership test on a real 3-node core: three members join (one in a child JVM), an
+ * The membership test on a real 3-node core: three members join (one in a child JVM), an
  * observer sees them with their data; the child is killed ({@code kill -9}) and is seen leaving
  * within its TTL plus one delivery.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class MembershipOnCoreTest {
 
   private static final Duration TTL = Duration.ofSeconds(2);

@@ -40,6 +40,7 @@ import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.RaftConfigKeys;
 import org.apache.ratis.rpc.SupportedRpcType;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,6 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * stalled round resumes it must expire none of them.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+@Tag("integration")
 class DeposedLeaderExpiryTest {
 
   private static final long TTL_MILLIS = 2_000;

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.ratis.protocol.Message;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.Timeout;
  * election timeout, and a move may not be given less time than that.
  */
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class FailedMoveReadGuardTest {
 
   private LocalCluster cluster;

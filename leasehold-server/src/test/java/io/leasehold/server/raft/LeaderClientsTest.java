@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * and writes go through clients of their own.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class LeaderClientsTest {
 
   private static final Duration PATIENCE = Duration.ofSeconds(30);

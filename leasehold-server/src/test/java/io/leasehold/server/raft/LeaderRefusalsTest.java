@@ -21,6 +21,7 @@ import io.leasehold.server.state.Command;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,6 +31,7 @@ import org.junit.jupiter.api.Timeout;
  * contender takes a released lease in the release's own round. On a real single-node core.
  */
 @Timeout(120)
+@Tag("integration")
 class LeaderRefusalsTest {
 
   private static final AtomicLong NAMES = new AtomicLong();

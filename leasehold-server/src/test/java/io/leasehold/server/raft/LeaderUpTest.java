@@ -20,6 +20,7 @@ import org.apache.ratis.proto.RaftProtos.ServerRpcProto;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.util.LifeCycle;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * case by case on a division's view.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class LeaderUpTest {
 
   @TempDir Path root;

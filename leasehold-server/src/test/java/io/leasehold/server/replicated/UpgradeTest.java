@@ -28,11 +28,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Upgrades (issue 16, item 3): a cluster written by this build is read, node by node, by a build
+ * Upgrades: a cluster written by this build is read, node by node, by a build
  * with a newer snapshot format; a node of this build refuses the newer format with a message that
  * says what to do; and an entry of a newer log format is refused before any of it is applied.
  *
@@ -42,6 +43,7 @@ import org.junit.jupiter.api.Timeout;
  * version that bumps the format will. One 3-node cluster for the class.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("integration")
 class UpgradeTest {
 
   private static final Duration PATIENCE = Duration.ofSeconds(60);

@@ -10,6 +10,7 @@ import io.leasehold.integration.LeaseholdLockRegistry;
 import io.leasehold.memory.MemoryBackend;
 import java.time.Duration;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.springframework.boot.health.contributor.Health;
@@ -20,6 +21,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /** The Actuator health indicator: its conditions, its probe, its details. */
 @Timeout(60)
+@Tag("integration")
 class LeaseholdHealthIndicatorTest {
 
   private static final Duration PATIENCE = Duration.ofSeconds(20);
