@@ -135,9 +135,11 @@ public final class CoreBackend implements LeaseBackend {
   /**
    * {@inheritDoc}
    *
-   * <p>On the core: two linearizable reads, the attached keys first, then the lease's key; only
-   * keys created after the tenure began count (a tenure alive at the second read was alive when
-   * they were created, and keys of an earlier tenure were deleted with it).
+   * <p>On the core: linearizable reads, the attached keys first (in pages of at most about 1 MiB,
+   * each at its own revision), then the lease's key; only keys created after the tenure began
+   * count (a tenure alive at the last read was alive when they were created, and keys of an
+   * earlier tenure were deleted with it). Attached keys that fill more than one page are each
+   * as of their page's read, not all of one instant.
    */
   @Override
   public CompletableFuture<LeaseState> read(String name) {
@@ -146,10 +148,8 @@ public final class CoreBackend implements LeaseBackend {
     }
     LeaseSettings.builder(Objects.requireNonNull(name, "name"), "reader"); // checks the name
     String attachedPrefix = CoreLeaseStore.ATTACHED_PREFIX + name + "/";
-    GetRequest attached = GetRequest.newBuilder().setKey(attachedPrefix).setPrefix(true).build();
     GetRequest lease = GetRequest.newBuilder().setKey(CoreClient.LEASE_PREFIX + name).build();
-    return client
-        .<GetResponse>call((stub, out) -> stub.get(attached, out))
+    return PrefixPages.readAll(client, attachedPrefix)
         .thenCompose(
             keys ->
                 client
@@ -161,7 +161,7 @@ public final class CoreBackend implements LeaseBackend {
                           }
                           LeaseHolding holding = LeaseObservation.holding(record.getKvs(0));
                           Map<String, String> values = new HashMap<>();
-                          for (KeyValue kv : keys.getKvsList()) {
+                          for (KeyValue kv : keys) {
                             String key = kv.getKey().substring(attachedPrefix.length());
                             if (kv.getCreateRevision() > holding.token() && key.indexOf('/') < 0) {
                               values.put(key, kv.getValue().toStringUtf8());
@@ -174,6 +174,11 @@ public final class CoreBackend implements LeaseBackend {
   @Override
   public String uri() {
     return uri;
+  }
+
+  /** {@return the watch on this backend's lease keys (tests look at its resyncs)} */
+  LeaseWatch leaseWatch() {
+    return watch;
   }
 
   /** {@return the client, for tools that use the core's keys and sessions directly} */
@@ -237,9 +242,9 @@ public final class CoreBackend implements LeaseBackend {
     }
 
     @Override
-    public void resync(GetResponse current) {
+    public void resync(PrefixPages.Page page) {
       store.missingFrom(
-          current,
+          page,
           (token, h) -> report(h.holder(), token, new LeaseLost(LeaseLost.Kind.REVOKED, "the lease's key is gone from the core")));
     }
   }

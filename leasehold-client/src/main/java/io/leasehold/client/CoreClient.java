@@ -81,6 +81,15 @@ public final class CoreClient implements AutoCloseable {
    */
   static final Duration PING_INTERVAL = Duration.ofSeconds(10);
 
+  /**
+   * The largest message the client takes from a node (gRPC's default is 4 MiB). A page of a prefix
+   * read is at most about 2 MiB ({@code Limits.MAX_PAGE_BYTES} and one key), so this is for what
+   * a page cannot bound: one watch message carries every matching event of one log entry (a
+   * session with many keys that expires), and a node from before paged reads answers a prefix
+   * read in one message. Above 16 MiB a read must page anyway.
+   */
+  static final int MAX_INBOUND_BYTES = 16 * 1024 * 1024;
+
 
   /**
    * The nodes calls go to, replaced as a whole when the cluster's membership changes ({@link
@@ -193,6 +202,7 @@ public final class CoreClient implements AutoCloseable {
               // Detect a dead connection (a peer gone without a reset) within seconds.
               .keepAliveTime(PING_INTERVAL.toSeconds(), TimeUnit.SECONDS)
               .keepAliveTimeout(5, TimeUnit.SECONDS)
+              .maxInboundMessageSize(MAX_INBOUND_BYTES)
               .build();
     }
     return new Nodes(List.copyOf(endpoints), channels, failedAt, Map.copyOf(byEndpoint));

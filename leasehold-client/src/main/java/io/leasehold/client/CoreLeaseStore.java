@@ -370,15 +370,24 @@ final class CoreLeaseStore implements LeaseStore {
     }
   }
 
-  /** After a gap in the watch: reports and forgets each tenure whose key is not in {@code current}. */
-  void missingFrom(GetResponse current, BiConsumer<Long, Held> lost) {
+  /**
+   * After a gap in the watch, one page of the lease keys: reports and forgets each held tenure
+   * that the page shows gone. The page judges only tenures whose key is in its key range and that
+   * existed by its revision (token ≤ revision); a tenure made after the page was read is the
+   * watch's to report (see {@link LeaseWatch}).
+   */
+  void missingFrom(PrefixPages.Page page, BiConsumer<Long, Held> lost) {
     Map<Long, String> present = new HashMap<>();
-    for (KeyValue kv : current.getKvsList()) {
+    for (KeyValue kv : page.kvs()) {
       present.put(kv.getCreateRevision(), kv.getKey());
     }
     held.forEach(
         (token, h) -> {
-          if (!(LeaseWatch.LEASE_PREFIX + h.leaseName()).equals(present.get(token)) && held.remove(token, h)) {
+          String key = LeaseWatch.LEASE_PREFIX + h.leaseName();
+          if (token > page.revision() || !page.covers(key)) {
+            return; // this page cannot tell
+          }
+          if (!key.equals(present.get(token)) && held.remove(token, h)) {
             sessions.unpin(h.session());
             lost.accept(token, h);
           }

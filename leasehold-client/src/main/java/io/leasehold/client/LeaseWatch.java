@@ -6,8 +6,6 @@ import io.leasehold.LeaseLost;
 import io.leasehold.Scheduler;
 import io.leasehold.core.proto.DeleteCauses;
 import io.leasehold.core.proto.Event;
-import io.leasehold.core.proto.GetRequest;
-import io.leasehold.core.proto.GetResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.core.proto.WatchResponse;
@@ -21,7 +19,38 @@ import org.slf4j.LoggerFactory;
  * Watches the keys of named leases so that a holder hears at once when its key is deleted by
  * anyone but itself (an operator's revoke, the session's expiry). One watch per backend, on the
  * whole lease prefix; it resumes after a reconnect from the last revision it saw, and if the core
- * no longer has that history it re-reads the keys instead, so no deletion is missed.
+ * no longer has that history it re-reads the keys instead (a resync), so no deletion is missed.
+ *
+ * <h2>A resync, page by page</h2>
+ *
+ * <p>The lease keys of a whole cluster do not fit one answer (36,000 short ones are 4 MiB, gRPC's
+ * default limit), so a resync reads them in pages ({@link PrefixPages}), each a linearizable read
+ * at its own revision: page 1 at R1, page 2 at R2 ≥ R1, and so on, while leases change meanwhile.
+ * What the resync must find is every tenure of this process whose key is gone from the core.
+ * Why it ends right:
+ *
+ * <ol>
+ *   <li>As soon as page 1 answers, the watch is opened again from R1 + 1: every deletion after R1
+ *       (during the paging and after) is replayed by it, whatever page its key falls in.
+ *   <li>Page p says exactly which keys in its key range existed at Rp. A tenure is its key with
+ *       one create revision (its fencing token T); once deleted it never comes back (a new tenure
+ *       has a new token). So a held tenure with T ≤ Rp whose key lies in page p's range and is not
+ *       in the page with create revision T was deleted at or before Rp: it is reported lost.
+ *   <li>A held tenure with T > Rp (acquired while the pages were read, its key in a page read
+ *       before it existed) is not judged by that page: it was made after R1, so its deletion, if
+ *       any, comes after R1 and the watch of step 1 reports it. Without this rule a lease
+ *       acquired between pages was reported lost although the core held it.
+ *   <li>A deletion the watch replays for a key a page already showed gone reports the same loss
+ *       again; losses are per tenure and reported once (the store forgets the tenure), so an
+ *       event older than what a page reflects cannot undo or repeat anything. The watch sends
+ *       only deletions ({@code losses_only}), so no replayed event can make a gone tenure look
+ *       present.
+ * </ol>
+ *
+ * <p>So once the last page is read, every tenure gone at R1 or later is reported or will be by the
+ * watch, and no tenure the core holds is. A failed page starts the resync over from page 1 after
+ * {@value #RETRY_MILLIS} ms (the watch then restarts from the new R1); a newer resync (another gap)
+ * supersedes one still paging.
  */
 final class LeaseWatch implements AutoCloseable {
 
@@ -29,14 +58,18 @@ final class LeaseWatch implements AutoCloseable {
   static final String LEASE_PREFIX = CoreClient.LEASE_PREFIX;
 
   private static final Logger log = LoggerFactory.getLogger(LeaseWatch.class);
-  private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  private static final long RETRY_MILLIS = 100;
+  private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(RETRY_MILLIS);
 
   /** Where the watch reports a deletion of a key a holder of this process may hold. */
   interface Losses {
     void lost(HolderId holder, String leaseName, long token, LeaseLost reason);
 
-    /** After a gap in the history: is this (holder, lease, token) still in the core? */
-    void resync(GetResponse current);
+    /**
+     * After a gap in the history, one page of the lease keys: which held tenures it shows gone
+     * (see the class comment for which ones a page may judge).
+     */
+    void resync(PrefixPages.Page page);
   }
 
   private final CoreClient client;
@@ -49,6 +82,14 @@ final class LeaseWatch implements AutoCloseable {
   private Runnable cancel; // guarded by this
   private boolean started; // guarded by this
   private boolean closed; // guarded by this
+  /** The first page's revision of the last completed resync; 0 before the first. */
+  private long resyncedAt; // guarded by this
+  /** Counts resyncs begun: a resync still paging stops when a newer one began. */
+  private long resyncs; // guarded by this
+  /** Keys per page of a resync. */
+  private volatile int pageKeys = PrefixPages.PAGE_KEYS;
+  /** Tests: runs when a page of a resync arrived (the watch runs again), before it is judged. */
+  private volatile java.util.function.Consumer<PrefixPages.Page> onPage = page -> {};
 
   /**
    * @param sessionIds this backend's live sessions: the core sends only events of keys attached
@@ -183,25 +224,46 @@ final class LeaseWatch implements AutoCloseable {
   }
 
   private void resync() {
-    GetRequest get = GetRequest.newBuilder().setKey(LEASE_PREFIX).setPrefix(true).build();
-    client
-        .<GetResponse>call((stub, out) -> stub.get(get, out))
-        .whenComplete(
-            (current, error) -> {
-              if (error != null) {
-                synchronized (this) {
-                  if (closed) {
-                    return;
-                  }
-                }
-                timers.schedule(this::resync, RETRY_NANOS);
-                return;
-              }
-              losses.resync(current);
+    long generation;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      generation = ++resyncs;
+    }
+    long[] firstRevision = new long[1];
+    PrefixPages.read(
+            client,
+            LEASE_PREFIX,
+            pageKeys,
+            page -> {
               synchronized (this) {
-                nextRevision = current.getRevision() + 1;
-                restart();
+                if (closed || generation != resyncs) {
+                  throw new java.util.concurrent.CancellationException("a newer resync began, or the watch closed");
+                }
+                if (page.first()) {
+                  // Every deletion after the first page's revision is the watch's to replay.
+                  firstRevision[0] = page.revision();
+                  nextRevision = page.revision() + 1;
+                  restart();
+                }
               }
+              onPage.accept(page);
+              losses.resync(page);
+            })
+        .whenComplete(
+            (done, error) -> {
+              synchronized (this) {
+                if (closed || generation != resyncs) {
+                  return;
+                }
+                if (error == null) {
+                  resyncedAt = firstRevision[0];
+                  return;
+                }
+              }
+              log.debug("lease watch: a page of the resync failed ({}); reading again", error.toString());
+              timers.schedule(this::resync, RETRY_NANOS);
             });
   }
 
@@ -224,6 +286,20 @@ final class LeaseWatch implements AutoCloseable {
           }
         },
         pause);
+  }
+
+  /** {@return the first page's revision of the last completed resync; 0 before the first} */
+  synchronized long resyncedAt() {
+    return resyncedAt;
+  }
+
+  /**
+   * Tests: reads resyncs in pages of {@code keys} keys, and runs {@code each} when a page arrived,
+   * before it is judged (changes it makes happen between the page's read and its use).
+   */
+  void pagesForTests(int keys, java.util.function.Consumer<PrefixPages.Page> each) {
+    this.pageKeys = keys;
+    this.onPage = each;
   }
 
   @Override

@@ -78,6 +78,27 @@ public record Limits(
   /** The most watches or calls per connection that may be configured. */
   public static final int MOST_PER_CONNECTION = 1_000_000;
 
+  /**
+   * The most keys one page of a prefix read answers ({@code GetRequest.limit} above it gets this
+   * many). Not configurable: a page is copied out under the state's lock, so it stays short.
+   */
+  public static final int MAX_PAGE_KEYS = 10_000;
+
+  /**
+   * The bytes of keys one page of a prefix read answers: a page ends before the key that would
+   * take it past this, but holds at least one key, so a page is at most this plus one key and its
+   * value ({@link #MOST_KEY_BYTES} + {@link #MOST_VALUE_BYTES}), about 2 MiB: well inside the 4 MiB
+   * a gRPC client accepts by default.
+   */
+  public static final int MAX_PAGE_BYTES = 1024 * 1024;
+
+  /**
+   * The bytes an unpaged prefix read ({@code GetRequest.limit} 0, what clients before paged reads
+   * send) may answer: gRPC's default inbound limit. A read that would answer more is refused
+   * ({@code RESOURCE_EXHAUSTED}) rather than sent to a client that could not take it.
+   */
+  public static final int MAX_UNPAGED_BYTES = 4 * 1024 * 1024;
+
   /** The defaults. */
   public static final Limits DEFAULTS =
       new Limits(

@@ -1,5 +1,6 @@
 package io.leasehold.server.edge;
 
+import io.leasehold.server.Limits;
 import io.leasehold.server.NodeCounters;
 import io.leasehold.server.admin.LeadershipTransfer;
 import io.leasehold.server.admin.MembershipChanges;
@@ -284,7 +285,7 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void get(GetRequest request, StreamObserver<GetResponse> out) {
-    String problem = request.getPrefix() ? null : keyProblem(request.getKey());
+    String problem = request.getPrefix() ? pageProblem(request) : singleKeyProblem(request);
     if (problem != null) {
       invalid(out, problem);
       return;
@@ -292,7 +293,60 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     if (refused(access.get(ClientIdentity.current(), request), out) || limits.refused(request, out)) {
       return;
     }
-    read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), out);
+    StreamObserver<GetResponse> answer = out;
+    if (request.getPrefix() && request.getLimit() == 0) {
+      // An unpaged read (a client from before paged reads): all of it in one answer, or nothing.
+      answer =
+          new StreamObserver<>() {
+            private boolean refused;
+
+            @Override
+            public void onNext(GetResponse response) {
+              if (!response.getMore()) {
+                out.onNext(response);
+                return;
+              }
+              refused = true;
+              out.onError(
+                  Status.RESOURCE_EXHAUSTED
+                      .withDescription(
+                          "the keys under \"" + request.getKey() + "\" are more than one answer may hold ("
+                              + Limits.MAX_UNPAGED_BYTES + " bytes): read them in pages (GetRequest.limit 1 to "
+                              + Limits.MAX_PAGE_KEYS + ", start_after); nothing was read")
+                      .asRuntimeException());
+            }
+
+            @Override
+            public void onError(Throwable t) {
+              out.onError(t);
+            }
+
+            @Override
+            public void onCompleted() {
+              if (!refused) {
+                out.onCompleted();
+              }
+            }
+          };
+    }
+    read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), answer);
+  }
+
+  /** {@return what is wrong with a read of one key, or null} */
+  private static String singleKeyProblem(GetRequest request) {
+    if (request.getLimit() != 0 || !request.getStartAfter().isEmpty()) {
+      return "limit and start_after are for prefix reads (prefix true) only; was limit " + request.getLimit()
+          + ", start_after of " + request.getStartAfter().length() + " characters";
+    }
+    return keyProblem(request.getKey());
+  }
+
+  /** {@return what is wrong with a prefix read's page fields, or null} */
+  private static String pageProblem(GetRequest request) {
+    int afterBytes = request.getStartAfterBytes().size();
+    return afterBytes > Limits.MOST_KEY_BYTES
+        ? "start_after must be at most " + Limits.MOST_KEY_BYTES + " bytes (a key); was " + afterBytes
+        : null;
   }
 
   @Override

@@ -752,14 +752,44 @@ public final class CoreState {
 
   // ---- reads ----
 
+  /**
+   * Answers a get. A prefix read answers one page: the keys after {@code start_after} (from the
+   * prefix when it is empty or before it), at most {@code limit} of them and {@link
+   * io.leasehold.server.Limits#MAX_PAGE_KEYS}, and no more than {@link
+   * io.leasehold.server.Limits#MAX_PAGE_BYTES} but always one key; {@code limit} 0 (unpaged) has
+   * no count but {@link io.leasehold.server.Limits#MAX_UNPAGED_BYTES}. {@code more} says that keys
+   * remain after the page (the edge refuses an unpaged read that has more). Only references to
+   * the immutable key values are copied under the lock; the page is serialised outside it.
+   */
   public synchronized GetResponse get(GetRequest get) {
     GetResponse.Builder response = GetResponse.newBuilder().setRevision(revision);
     if (get.getPrefix()) {
-      for (KeyValue kv : keys.tailMap(get.getKey(), true).values()) {
-        if (!kv.getKey().startsWith(get.getKey())) {
+      String prefix = get.getKey();
+      String after = get.getStartAfter();
+      boolean fromPrefix = after.compareTo(prefix) < 0;
+      boolean paged = get.getLimit() != 0;
+      int maxKeys =
+          paged
+              ? (int) Math.min(Integer.toUnsignedLong(get.getLimit()), io.leasehold.server.Limits.MAX_PAGE_KEYS)
+              : Integer.MAX_VALUE;
+      long maxBytes = paged ? io.leasehold.server.Limits.MAX_PAGE_BYTES : io.leasehold.server.Limits.MAX_UNPAGED_BYTES;
+      long bytes = 0;
+      int count = 0;
+      String last = null;
+      for (KeyValue kv : keys.tailMap(fromPrefix ? prefix : after, fromPrefix).values()) {
+        if (!kv.getKey().startsWith(prefix)) {
+          break;
+        }
+        // The bytes this key adds to the answer: its field's tag and length, and the key value.
+        int size = com.google.protobuf.CodedOutputStream.computeMessageSize(1, kv);
+        if (count == maxKeys || (count > 0 && bytes + size > maxBytes)) {
+          response.setMore(true).setNextStartAfter(last);
           break;
         }
         response.addKvs(kv);
+        bytes += size;
+        count++;
+        last = kv.getKey();
       }
     } else {
       KeyValue kv = keys.get(get.getKey());
