@@ -40,6 +40,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -119,21 +120,13 @@ public final class CoreNode implements AutoCloseable {
   private final NodeTls tls;
   private final SessionKeeper keeper = new SessionKeeper(System::nanoTime);
   private final ClusterClock clusterClock = new ClusterClock(System::nanoTime);
-  private final WatchHub watches = new WatchHub(100_000);
+  /** Hands applied events on to the watchers, off the applying thread ({@link WatchHub}). */
+  private final ExecutorService watchFanOut;
+  private final WatchHub watches;
   private final NodeCounters counters = new NodeCounters();
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
-  private final LeaseStateMachine stateMachine =
-      new LeaseStateMachine(
-          keeper,
-          watches,
-          clusterClock,
-          () -> {
-            counters.leaderships.increment();
-            leaderReady.complete(null);
-            writeRootIdentity();
-          },
-          c -> this.gateway.writeLocally(c));
+  private final LeaseStateMachine stateMachine;
   private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
   /** Sends watchers their progress reports ({@link WatchHub#reportProgress}). */
@@ -156,6 +149,19 @@ public final class CoreNode implements AutoCloseable {
     this.config = config;
     this.peerSettings = peerSettings;
     this.tls = tls;
+    this.watchFanOut = Executors.newSingleThreadExecutor(DaemonThreads.named("leasehold-watch-fanout-" + config.self()));
+    this.watches = new WatchHub(Limits.WATCH_HISTORY_EVENTS, config.limits().watchHistoryBytes(), watchFanOut);
+    this.stateMachine =
+        new LeaseStateMachine(
+            keeper,
+            watches,
+            clusterClock,
+            () -> {
+              counters.leaderships.increment();
+              leaderReady.complete(null);
+              writeRootIdentity();
+            },
+            c -> this.gateway.writeLocally(c));
     this.sessionExpiry =
         new SessionExpiry(
             config.self(), keeper, stateMachine.state(), clusterClock, new DivisionLeadership(), c -> gateway.writeLocally(c));
@@ -322,6 +328,8 @@ public final class CoreNode implements AutoCloseable {
             .directExecutor()
             .permitKeepAliveTime(CLIENT_PING_PERMIT.toSeconds(), TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
+            // Stated, not left to gRPC's default: the largest legal request fits (Limits).
+            .maxInboundMessageSize(Limits.MAX_REQUEST_BYTES)
             .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
@@ -814,6 +822,7 @@ public final class CoreNode implements AutoCloseable {
     closing = true;
     expiry.shutdownNow();
     watchProgress.shutdownNow();
+    watchFanOut.shutdownNow();
     peerSettings.close();
     if (grpcServer != null) {
       stopServingClients();

@@ -24,6 +24,11 @@ import io.leasehold.server.edge.LimitChecks;
  * @param maxInFlightPerConnection calls other than watches open at once on one client
  *     connection (an open keep-alive stream counts as one), {@value #LEAST_IN_FLIGHT} to {@value
  *     #MOST_PER_CONNECTION} ({@code --max-in-flight-per-connection})
+ * @param watchHistoryBytes bytes (serialized events) of the watch history the node keeps so that
+ *     watchers can resume from a past revision, {@value #LEAST_WATCH_HISTORY_BYTES} to {@value
+ *     #MOST_WATCH_HISTORY_BYTES} ({@code --watch-history-bytes}); also at most {@value
+ *     #WATCH_HISTORY_EVENTS} events. Oldest events go first; a watcher resuming from before what
+ *     is kept is told to re-read
  */
 public record Limits(
     int maxKeysPerSession,
@@ -31,7 +36,8 @@ public record Limits(
     int maxValueBytes,
     int maxWatchersPerConnection,
     int maxWatchBacklog,
-    int maxInFlightPerConnection) {
+    int maxInFlightPerConnection,
+    long watchHistoryBytes) {
 
   /** Default keys per session: as many as {@code bench hold --leases} puts in one client's session. */
   public static final int DEFAULT_KEYS_PER_SESSION = 1_000_000;
@@ -75,6 +81,28 @@ public record Limits(
    */
   public static final int LEAST_IN_FLIGHT = 8;
 
+  /** Default bytes of watch history: 64 MiB. */
+  public static final long DEFAULT_WATCH_HISTORY_BYTES = 64L << 20;
+
+  /** The least bytes of watch history: more than the largest event (a 1 MiB value, a 4 KiB key). */
+  public static final long LEAST_WATCH_HISTORY_BYTES = 2L << 20;
+
+  /** The most bytes of watch history that may be configured: 16 GiB. */
+  public static final long MOST_WATCH_HISTORY_BYTES = 16L << 30;
+
+  /** Events of watch history at most, whatever their bytes. */
+  public static final int WATCH_HISTORY_EVENTS = MOST_WATCH_BACKLOG;
+
+  /**
+   * Bytes of one request message a node's client port accepts (gRPC refuses a larger one with
+   * {@code RESOURCE_EXHAUSTED} before the node reads it): the largest single write (a key of
+   * {@value #MOST_KEY_BYTES} bytes and a value of {@value #MOST_VALUE_BYTES}, about 1.05 MiB) with
+   * room to spare, and a {@code Batch} of the client library's (at most 256 writes, each of a
+   * value the Lease API attaches, about 3.7 MiB at most). A {@code Batch} must fit as a whole.
+   * The same as gRPC's default, and a default client's for what it receives.
+   */
+  public static final int MAX_REQUEST_BYTES = 4 << 20;
+
   /** The most watches or calls per connection that may be configured. */
   public static final int MOST_PER_CONNECTION = 1_000_000;
 
@@ -107,7 +135,8 @@ public record Limits(
           MOST_VALUE_BYTES,
           DEFAULT_WATCHERS_PER_CONNECTION,
           DEFAULT_WATCH_BACKLOG,
-          DEFAULT_IN_FLIGHT_PER_CONNECTION);
+          DEFAULT_IN_FLIGHT_PER_CONNECTION,
+          DEFAULT_WATCH_HISTORY_BYTES);
 
   /**
    * Checks every value against its range.
@@ -121,9 +150,37 @@ public record Limits(
     check("--max-watchers-per-connection", maxWatchersPerConnection, 1, MOST_PER_CONNECTION);
     check("--max-watch-backlog", maxWatchBacklog, 1, MOST_WATCH_BACKLOG);
     check("--max-in-flight-per-connection", maxInFlightPerConnection, LEAST_IN_FLIGHT, MOST_PER_CONNECTION);
+    check("--watch-history-bytes", watchHistoryBytes, LEAST_WATCH_HISTORY_BYTES, MOST_WATCH_HISTORY_BYTES);
   }
 
-  private static void check(String flag, int value, int least, int most) {
+  /**
+   * The limits with the default watch history (the form before it was a setting).
+   *
+   * @param maxKeysPerSession keys attached to one session
+   * @param maxKeyBytes bytes of a key
+   * @param maxValueBytes bytes of a value
+   * @param maxWatchersPerConnection watches open at once on one connection
+   * @param maxWatchBacklog events a slow watcher may fall behind
+   * @param maxInFlightPerConnection calls other than watches open at once on one connection
+   */
+  public Limits(
+      int maxKeysPerSession,
+      int maxKeyBytes,
+      int maxValueBytes,
+      int maxWatchersPerConnection,
+      int maxWatchBacklog,
+      int maxInFlightPerConnection) {
+    this(
+        maxKeysPerSession,
+        maxKeyBytes,
+        maxValueBytes,
+        maxWatchersPerConnection,
+        maxWatchBacklog,
+        maxInFlightPerConnection,
+        DEFAULT_WATCH_HISTORY_BYTES);
+  }
+
+  private static void check(String flag, long value, long least, long most) {
     if (value < least || value > most) {
       throw new IllegalArgumentException(flag + " must be " + least + " to " + most + "; was " + value);
     }
@@ -131,11 +188,19 @@ public record Limits(
 
   /** {@return a copy with another keys-per-session limit} */
   public Limits withMaxKeysPerSession(int n) {
-    return new Limits(n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection);
+    return new Limits(
+        n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes);
   }
 
   /** {@return a copy with another watchers-per-connection limit} */
   public Limits withMaxWatchersPerConnection(int n) {
-    return new Limits(maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection);
+    return new Limits(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes);
+  }
+
+  /** {@return a copy with another bound on the watch history's bytes} */
+  public Limits withWatchHistoryBytes(long n) {
+    return new Limits(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, n);
   }
 }

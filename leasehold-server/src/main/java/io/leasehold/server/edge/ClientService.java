@@ -356,21 +356,22 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
           + request.getSessionIdsCount());
       return;
     }
-    if (refused(access.watch(ClientIdentity.current(), request), out)) {
+    if (!request.getPrefix() && request.getKey().isEmpty()) {
+      invalid(out, "key must not be empty (give a key, or a prefix with prefix set)");
+      return;
+    }
+    if (limits.refused(request, out) || refused(access.watch(ClientIdentity.current(), request), out)) {
       return;
     }
     ServerCallStreamObserver<WatchResponse> stream = (ServerCallStreamObserver<WatchResponse>) out;
-    boolean started =
-        watches.watch(
-            request.getKey(),
-            request.getPrefix(),
-            java.util.Set.copyOf(request.getSessionIdsList()),
-            request.getLossesOnly(),
-            request.getStartRevision(),
-            new WatchStream(stream, limits.limits().maxWatchBacklog()));
-    if (!started) {
-      out.onCompleted(); // it was told the oldest revision it may ask for
-    }
+    // Told the oldest revision it may ask for, the stream is completed by the hub.
+    watches.watch(
+        request.getKey(),
+        request.getPrefix(),
+        java.util.Set.copyOf(request.getSessionIdsList()),
+        request.getLossesOnly(),
+        request.getStartRevision(),
+        new WatchStream(stream, limits.limits().maxWatchBacklog()));
   }
 
   @Override

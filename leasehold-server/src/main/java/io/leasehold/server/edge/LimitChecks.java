@@ -17,6 +17,7 @@ import io.leasehold.core.proto.CompareAndSetRequest;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.PutRequest;
+import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.server.state.Command;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -63,6 +64,27 @@ public final class LimitChecks {
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(over + "; nothing was read").asException());
     }
     return over != null;
+  }
+
+  /**
+   * Refuses a watch whose key or prefix is longer than any key may be (such a prefix could match
+   * nothing): ends {@code out} with {@code RESOURCE_EXHAUSTED} naming the field and its range.
+   */
+  boolean refused(WatchRequest watch, StreamObserver<?> out) {
+    String over = keyOverLimit(watch.getKey());
+    if (over != null) {
+      out.onError(
+          Status.RESOURCE_EXHAUSTED
+              .withDescription(
+                  (watch.getPrefix() ? "key (the watched prefix): " : "key (the watched key): ") + over
+                      + " (a key may have 1 to " + maxKeyBytesFor(watch.getKey()) + " bytes); nothing was watched")
+              .asException());
+    }
+    return over != null;
+  }
+
+  private int maxKeyBytesFor(String key) {
+    return key.startsWith(CoreState.RESERVED_PREFIX) ? Limits.MOST_KEY_BYTES : limits.maxKeyBytes();
   }
 
   /** {@return why a write is over a limit (the flag, its value, what the write had), or null} */

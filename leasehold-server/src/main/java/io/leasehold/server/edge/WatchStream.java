@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * is ended with {@code RESOURCE_EXHAUSTED}, saying how many events it fell behind by and the
  * revision to watch again from; what it was already handed still reaches it first, so a client
  * that resumes from the revision after the last event it saw misses nothing and gets nothing
- * twice. Never blocks the applying thread, never drops an event without ending the watch.
+ * twice. Never blocks the fan-out (nor the applying thread), never drops an event without ending
+ * the watch. A replay from the history waits for it to be {@link #ready()}.
  */
 public final class WatchStream implements WatchHub.Sink {
 
@@ -28,6 +29,10 @@ public final class WatchStream implements WatchHub.Sink {
   /** Events in {@link #backlog}. Guarded by this. */
   private int backlogEvents;
   private volatile boolean ended;
+  /** Runs once the stream is ready with nothing waiting (a replay's next step); guarded by this. */
+  private Runnable whenReady;
+  /** Complete the stream once the backlog has gone; guarded by this. */
+  private boolean completeWhenDrained;
 
   /**
    * Must be made in the service method's own call (gRPC takes the ready handler only then).
@@ -67,6 +72,37 @@ public final class WatchStream implements WatchHub.Sink {
     return ended || stream.isCancelled();
   }
 
+  @Override
+  public synchronized boolean ready() {
+    return !ended && backlog == null && stream.isReady();
+  }
+
+  @Override
+  public synchronized void whenReady(Runnable then) {
+    if (ready()) {
+      then.run();
+    } else {
+      whenReady = then;
+    }
+  }
+
+  @Override
+  public synchronized void complete() {
+    if (ended) {
+      return;
+    }
+    if (backlog != null) {
+      completeWhenDrained = true;
+      return;
+    }
+    ended = true;
+    try {
+      stream.onCompleted();
+    } catch (RuntimeException e) {
+      log.debug("watch stream closed while completing it", e);
+    }
+  }
+
   /** The stream can take more: hands on what waits, oldest first, while it can. */
   private synchronized void drain() {
     while (!ended && backlog != null && !backlog.isEmpty() && stream.isReady()) {
@@ -76,6 +112,14 @@ public final class WatchStream implements WatchHub.Sink {
     }
     if (backlog != null && backlog.isEmpty()) {
       backlog = null; // nothing waits: the next response goes straight to the stream
+      if (completeWhenDrained) {
+        complete();
+      }
+    }
+    if (whenReady != null && ready()) {
+      Runnable then = whenReady;
+      whenReady = null;
+      then.run();
     }
   }
 

@@ -1,14 +1,23 @@
 package io.leasehold.server.edge;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.protobuf.ByteString;
 
 import io.leasehold.core.proto.Event;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.WatchResponse;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
+@Timeout(60)
 class WatchHubTest {
 
   private final WatchHub hub = new WatchHub(4);
@@ -17,8 +26,8 @@ class WatchHubTest {
     return Event.newBuilder().setType(Event.Type.PUT).setKv(KeyValue.newBuilder().setKey(key).setModRevision(revision)).build();
   }
 
-  private static final class Recorder implements WatchHub.Sink {
-    final List<WatchResponse> received = new ArrayList<>();
+  private static class Recorder implements WatchHub.Sink {
+    final List<WatchResponse> received = new CopyOnWriteArrayList<>();
 
     @Override
     public void send(WatchResponse response) {
@@ -28,6 +37,13 @@ class WatchHubTest {
     @Override
     public boolean isClosed() {
       return false;
+    }
+
+    volatile boolean completed;
+
+    @Override
+    public void complete() {
+      completed = true;
     }
 
     List<Long> revisions() {
@@ -41,7 +57,8 @@ class WatchHubTest {
       hub.publish(List.of(put(r == 2 ? "other/x" : "app/x", r)));
     }
     Recorder w = new Recorder();
-    assertThat(hub.watch("app/", true, 1, w)).isTrue();
+    hub.watch("app/", true, 1, w);
+    assertThat(w.completed).isFalse();
     hub.publish(List.of(put("app/y", 4)));
     assertThat(w.revisions()).containsExactly(1L, 3L, 4L);
   }
@@ -52,11 +69,13 @@ class WatchHubTest {
       hub.publish(List.of(put("k", r)));
     }
     Recorder w = new Recorder();
-    assertThat(hub.watch("k", false, 2, w)).isFalse();
+    hub.watch("k", false, 2, w);
+    assertThat(w.completed).isTrue();
     assertThat(w.received).hasSize(1);
     assertThat(w.received.get(0).getCompactRevision()).isEqualTo(3);
     Recorder ok = new Recorder();
-    assertThat(hub.watch("k", false, 3, ok)).isTrue();
+    hub.watch("k", false, 3, ok);
+    assertThat(ok.completed).isFalse();
     assertThat(ok.revisions()).containsExactly(3L, 4L, 5L, 6L);
   }
 
@@ -100,7 +119,8 @@ class WatchHubTest {
     hub.publish(List.of(delete("app/b", 3, "session expired")));
     hub.publish(List.of(delete("app/c", 4, io.leasehold.core.proto.DeleteCauses.SESSION_CLOSED)));
     Recorder losses = new Recorder();
-    assertThat(hub.watch("app/", true, java.util.Set.of(), true, 1, losses)).isTrue();
+    hub.watch("app/", true, java.util.Set.of(), true, 1, losses);
+    assertThat(losses.completed).isFalse();
     assertThat(losses.revisions()).as("a session its holder closed is no loss").containsExactly(3L);
   }
 
@@ -119,7 +139,8 @@ class WatchHubTest {
   void afterASnapshotLoadOlderRevisionsAreUnknown() {
     hub.reset(10);
     Recorder w = new Recorder();
-    assertThat(hub.watch("k", false, 10, w)).isFalse();
+    hub.watch("k", false, 10, w);
+    assertThat(w.completed).isTrue();
     assertThat(w.received.get(0).getCompactRevision()).isEqualTo(11);
   }
 
@@ -147,9 +168,11 @@ class WatchHubTest {
     restarted.publish(List.of(put("other", 8)));
     restarted.publish(List.of(put("mine", 9)));
     Recorder fromLastEvent = new Recorder();
-    assertThat(restarted.watch("mine", false, 2, fromLastEvent)).as("resumed after the last event seen").isFalse();
+    restarted.watch("mine", false, 2, fromLastEvent);
+    assertThat(fromLastEvent.completed).as("resumed after the last event seen").isTrue();
     Recorder fromProgress = new Recorder();
-    assertThat(restarted.watch("mine", false, 9, fromProgress)).as("resumed after the progress").isTrue();
+    restarted.watch("mine", false, 9, fromProgress);
+    assertThat(fromProgress.completed).as("resumed after the progress").isFalse();
     assertThat(fromProgress.revisions()).containsExactly(9L);
   }
 
@@ -163,5 +186,131 @@ class WatchHubTest {
     hub.reportProgress();
     hub.reportProgress();
     assertThat(w.received).extracting(WatchResponse::getProgressRevision).containsExactly(5L);
+  }
+
+  private static final ByteString MIB = ByteString.copyFrom(new byte[1 << 20]);
+
+  private static Event big(String key, long revision) {
+    return Event.newBuilder()
+        .setType(Event.Type.PUT)
+        .setKv(KeyValue.newBuilder().setKey(key).setValue(MIB).setModRevision(revision))
+        .build();
+  }
+
+  /**
+   * 70 events of 1 MiB are more than the history's 64 MiB: the oldest go, and a watcher resuming
+   * from before what is kept is told where it may start, as when the count is exceeded.
+   */
+  @Test
+  void theHistoryIsBoundedInBytesAndAWatcherFromBeforeItIsToldToReRead() {
+    WatchHub hub = new WatchHub(100_000);
+    for (long r = 1; r <= 70; r++) {
+      hub.publish(List.of(big("big", r)));
+    }
+    Recorder w = new Recorder();
+    hub.watch("big", false, 1, w);
+    await().atMost(Duration.ofSeconds(10)).until(() -> !w.received.isEmpty());
+    assertThat(w.revisions()).as("no event from before the retained range").isEmpty();
+    long from = w.received.get(0).getCompactRevision();
+    assertThat(from).as("the oldest revision kept").isBetween(2L, 70L);
+    assertThat((70 - from + 1) * MIB.size()).as("bytes kept").isLessThanOrEqualTo(WatchHubTest.SIXTY_FOUR_MIB);
+    Recorder resumed = new Recorder();
+    hub.watch("big", false, from, resumed);
+    await().atMost(Duration.ofSeconds(10)).until(() -> resumed.revisions().size() == 70 - from + 1);
+    assertThat(resumed.revisions()).first().isEqualTo(from);
+  }
+
+  private static final long SIXTY_FOUR_MIB = 64L << 20;
+
+  /** A replay of much history comes in responses of bounded events and bytes, all in order. */
+  @Test
+  void aReplayComesInResponsesABoundedSizeAndAllInOrder() {
+    WatchHub hub = new WatchHub(100_000);
+    for (long r = 1; r <= 3000; r++) {
+      hub.publish(List.of(put("app/x", r)));
+    }
+    for (long r = 3001; r <= 3005; r++) {
+      hub.publish(List.of(big("app/big", r)));
+    }
+    Recorder w = new Recorder();
+    hub.watch("app/", true, 1, w);
+    await().atMost(Duration.ofSeconds(10)).until(() -> w.revisions().size() == 3005);
+    assertThat(w.revisions()).isSortedAccordingTo(Long::compare).doesNotHaveDuplicates();
+    for (WatchResponse r : w.received) {
+      assertThat(r.getEventsCount()).as("events in one response").isLessThanOrEqualTo(1000);
+      assertThat(r.getSerializedSize()).as("bytes of one response, against a default client's 4 MiB").isLessThan(4 << 20);
+    }
+  }
+
+  /**
+   * A watcher's replay is sent while the applying thread publishes: publishing does not wait for
+   * it, even while the watcher's stream holds up the replay.
+   */
+  @Test
+  void aReplayDoesNotHoldUpPublishing() throws Exception {
+    WatchHub hub = new WatchHub(100_000);
+    for (long r = 1; r <= 10; r++) {
+      hub.publish(List.of(put("k", r)));
+    }
+    CountDownLatch inSend = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Recorder w =
+        new Recorder() {
+          @Override
+          public void send(WatchResponse response) {
+            inSend.countDown();
+            try {
+              release.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            super.send(response);
+          }
+        };
+    CompletableFuture<Void> watching = CompletableFuture.runAsync(() -> hub.watch("k", false, 1, w));
+    assertThat(inSend.await(10, TimeUnit.SECONDS)).as("the replay is being sent").isTrue();
+    CompletableFuture<Void> publishing = CompletableFuture.runAsync(() -> hub.publish(List.of(put("k", 11))));
+    try {
+      await().atMost(Duration.ofSeconds(5)).until(publishing::isDone);
+    } finally {
+      release.countDown();
+    }
+    watching.get(10, TimeUnit.SECONDS);
+    await().atMost(Duration.ofSeconds(10)).until(() -> w.revisions().size() == 11);
+    assertThat(w.revisions()).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L, 11L);
+  }
+
+  /** Exact keys and nested prefixes, the empty one included: each watcher gets its events once. */
+  @Test
+  void watchersOfNestedPrefixesAndExactKeysGetExactlyTheirEvents() {
+    WatchHub hub = new WatchHub(100);
+    String[] prefixes = {"", "a", "ab", "abc", "abd", "b", "abcd"};
+    List<Recorder> ofPrefix = new java.util.ArrayList<>();
+    for (String p : prefixes) {
+      Recorder r = new Recorder();
+      hub.watch(p, true, 0, r);
+      ofPrefix.add(r);
+    }
+    Recorder exactAbc = new Recorder();
+    hub.watch("abc", false, 0, exactAbc);
+    Recorder exactAb = new Recorder();
+    hub.watch("ab", false, 0, exactAb);
+    String[] keys = {"abc", "ab", "abce", "b", "aa", "c", "abd", "abcd", "a"};
+    for (int i = 0; i < keys.length; i++) {
+      hub.publish(List.of(put(keys[i], i + 1)));
+    }
+    for (int p = 0; p < prefixes.length; p++) {
+      List<Long> expected = new java.util.ArrayList<>();
+      for (int i = 0; i < keys.length; i++) {
+        if (keys[i].startsWith(prefixes[p])) {
+          expected.add(i + 1L);
+        }
+      }
+      Recorder r = ofPrefix.get(p);
+      await().atMost(Duration.ofSeconds(10)).until(() -> r.revisions().size() >= expected.size());
+      assertThat(r.revisions()).as("prefix \"%s\"", prefixes[p]).isEqualTo(expected);
+    }
+    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(exactAbc.revisions()).containsExactly(1L));
+    assertThat(exactAb.revisions()).containsExactly(2L);
   }
 }
