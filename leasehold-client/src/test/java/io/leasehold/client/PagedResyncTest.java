@@ -36,6 +36,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,6 +51,7 @@ import org.junit.jupiter.api.Timeout;
  * snapshot (its history starts there), so the holder's watch resumes from before it.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
+@Tag("integration")
 class PagedResyncTest {
 
   static final int LEASES = 7_500;

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,6 +31,7 @@ import org.junit.jupiter.api.Timeout;
  * and the request size the client port accepts.
  */
 @Timeout(120)
+@Tag("integration")
 class WatchInputTest {
 
   private static OneNodeCore core;
