@@ -44,6 +44,8 @@ final class AcquireRelease {
   private final Latency releaseLatency = new Latency();
   private final LongAdder cycles = new LongAdder();
   private final ErrorCounts errors = new ErrorCounts();
+  /** Per second of the measured window, when asked for; null otherwise. */
+  private Timeline timeline;
 
   AcquireRelease(ClientFactory factory, String storeName, Params params) {
     this("acquire-release", factory, storeName, Optional.empty(), params);
@@ -61,6 +63,17 @@ final class AcquireRelease {
     this.params = params;
   }
 
+  /**
+   * Also records the measured window second by second into {@code timeline}: cycles and acquire
+   * latency per second, also in the result's details ({@code per_second}).
+   *
+   * @return this
+   */
+  AcquireRelease perSecond(Timeline timeline) {
+    this.timeline = timeline;
+    return this;
+  }
+
   /** Runs the workload and returns its figures. */
   Result run() throws InterruptedException {
     List<LeaseBackend> backends = new ArrayList<>();
@@ -73,6 +86,9 @@ final class AcquireRelease {
         clients.add(new Client(backend, c));
       }
       MeasureWindow window = MeasureWindow.startingNow(params.warmup(), params.duration());
+      if (timeline != null) {
+        timeline.startAt(window.measureFrom());
+      }
       for (Client client : clients) {
         Thread t = new Thread(() -> client.drive(window), "bench-acquire-release-" + client.index);
         t.setDaemon(true);
@@ -113,6 +129,9 @@ final class AcquireRelease {
     releaseLatency.addTo(r, "release", "release latency");
     meter.addTo(r, "", cycles.sum(), "cycle");
     r.figure("errors", "errors", errors.total(), "");
+    if (timeline != null) {
+      timeline.addTo(r);
+    }
     return r.errors(errors);
   }
 
@@ -160,6 +179,9 @@ final class AcquireRelease {
           }
         } else if (counts) {
           acquireLatency.record(t1 - t0);
+          if (timeline != null) {
+            timeline.acquired(t1, t1 - t0);
+          }
         }
         boolean ok = error == null && acquired;
         // Released even after a failure: the acquire may have gone through in the store.
@@ -171,6 +193,9 @@ final class AcquireRelease {
             } else if (ok) {
               releaseLatency.record(t2 - t1);
               cycles.increment();
+              if (timeline != null) {
+                timeline.cycled(t2);
+              }
             }
           }
           free.add(lease);

@@ -34,6 +34,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
       FailoverCommand.class,
       ExpireStormCommand.class,
       RollingRestartCommand.class,
+      ColdStartCommand.class,
       CompareCommand.class,
       HelpCommand.class
     })

@@ -218,7 +218,9 @@ final class Compare {
     env.put("cores", Runtime.getRuntime().availableProcessors());
     env.put("load_average_start", ResourceMeter.loadAverage());
     env.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
+    env.put("server_java", Jvm.serverJava());
     env.put("server_jvm_options", Jvm.serverOptions());
+    env.put("core_aot_options", Jvm.coreAotOptions());
     env.put("bench_jvm_options", ManagementFactory.getRuntimeMXBean().getInputArguments());
     boolean ownDir = params.dataDir() == null;
     Path dataDir;

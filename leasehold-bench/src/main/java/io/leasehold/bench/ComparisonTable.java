@@ -183,6 +183,11 @@ final class ComparisonTable implements CompareTargets.Figures {
     outcome.settings().forEach((k, v) -> out.append("    ").append(k).append(": ").append(v).append('\n'));
     out.append("  JVM flags of the core's nodes and ZooKeeper's servers (identical): ")
         .append(String.join(" ", strings(env.get("server_jvm_options")))).append('\n');
+    if (env.get("server_java") != null) {
+      List<String> aot = strings(env.get("core_aot_options"));
+      out.append("  their java: ").append(env.get("server_java")).append("; the core's nodes also: ")
+          .append(aot.isEmpty() ? "no AOT cache" : String.join(" ", aot)).append('\n');
+    }
     out.append("  the bench's JVM (every client; ").append(env.get("java")).append("): ")
         .append(strings(env.get("bench_jvm_options")).isEmpty() ? "no flags" : String.join(" ", strings(env.get("bench_jvm_options"))))
         .append('\n');

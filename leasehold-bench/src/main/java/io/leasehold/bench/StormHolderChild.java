@@ -41,8 +41,8 @@ final class StormHolderChild implements AutoCloseable {
   }
 
   /**
-   * Starts a holder JVM (the servers' JVM options, {@link Jvm#serverOptions()}, with the library's
-   * log at warnings) that acquires the leases {@code <prefix>0} to {@code <prefix><count - 1>}.
+   * Starts a holder JVM (on the bench's own Java with the servers' JVM options every Java takes,
+   * {@link Jvm#baseOptions()}, with the library's log at warnings) that acquires the leases {@code <prefix>0} to {@code <prefix><count - 1>}.
    *
    * @param window acquires in flight at once
    * @param setupTimeout after this long it starts no more acquires and reports what it holds
@@ -50,7 +50,7 @@ final class StormHolderChild implements AutoCloseable {
    */
   static StormHolderChild start(String uri, String prefix, int count, Duration ttl, int window, Duration setupTimeout, java.nio.file.Path log) {
     List<String> command = new ArrayList<>(List.of(Jvm.java()));
-    command.addAll(Jvm.serverOptions());
+    command.addAll(Jvm.baseOptions());
     command.addAll(List.of(
         // After the servers' logging options, so these win: one line per lease would flood stderr.
         "-Dorg.slf4j.simpleLogger.log.io.leasehold=warn",

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -27,6 +28,8 @@ final class Target implements AutoCloseable {
   private final ClientFactory clients;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Thread hook;
+  /** From launching the cluster's first member until it served a client write; null without one. */
+  private Duration startedIn;
 
   private Target(String uri, ManagedCluster cluster, Path workDir) {
     this(uri, cluster, workDir, ClientFactory.forUri(uri));
@@ -81,11 +84,15 @@ final class Target implements AutoCloseable {
       throw new UncheckedIOException("cannot make a directory for the " + kind + " cluster", e);
     }
     try {
+      long t0 = System.nanoTime();
       ManagedCluster cluster = ManagedClusters.start(kind, dir);
+      Duration took = Duration.ofNanos(System.nanoTime() - t0);
       if (keepLogs != null) {
         cluster.keepLogsIn(keepLogs);
       }
-      return new Target(cluster.backendUri(), cluster, dir);
+      Target target = new Target(cluster.backendUri(), cluster, dir);
+      target.startedIn = took;
+      return target;
     } catch (RuntimeException e) {
       deleteTree(dir);
       throw e;
@@ -100,6 +107,15 @@ final class Target implements AutoCloseable {
   /** {@return a target on a cluster that someone else started and stops (tests)} */
   static Target ofCluster(ManagedCluster cluster) {
     return new Target(cluster.backendUri(), cluster, null);
+  }
+
+  /**
+   * {@return how long the cluster took from launching its members until it served}: every member
+   * leader or follower and a lease acquired and released through it ({@code ManagedClusters.start});
+   * empty for a store the bench did not start
+   */
+  Optional<Duration> startedIn() {
+    return Optional.ofNullable(startedIn);
   }
 
   String uri() {

@@ -11,6 +11,9 @@ import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -53,6 +56,21 @@ class LauncherScriptTest {
       echo "what the command said on its standard error" >&2
       """;
 
+  /**
+   * A JDK 25: a "training run" ({@code -XX:AOTCacheOutput=FILE}) writes FILE and counts itself in
+   * {@code trainings}; anything else prints how it was called.
+   */
+  private static final String STUB_JAVA_25 =
+      """
+      #!/usr/bin/env bash
+      for a in "$@"; do
+        case "$a" in
+          -XX:AOTCacheOutput=*) echo trained >> "$STUB_DIR/trainings"; echo cache > "${a#-XX:AOTCacheOutput=}"; exit 0 ;;
+        esac
+      done
+      echo "ran25 $*"
+      """;
+
   @TempDir Path tmp;
   private Path root;
   private Path log;
@@ -70,6 +88,9 @@ class LauncherScriptTest {
     Files.setLastModifiedTime(root.resolve("pom.xml"), past);
     executable(tmp.resolve("bin/mvn"), STUB_MVN);
     executable(tmp.resolve("jdk/bin/java"), STUB_JAVA);
+    executable(tmp.resolve("jdks/jdk-25/bin/java"), STUB_JAVA_25);
+    Files.writeString(tmp.resolve("jdks/jdk-25/release"), "JAVA_VERSION=\"25.0.1\"\n");
+    Files.createDirectories(tmp.resolve("no-jdks"));
     log = tmp.resolve("mvn.log");
   }
 
@@ -156,6 +177,78 @@ class LauncherScriptTest {
     assertThat(Files.readAllLines(log)).as("Maven runs").containsExactly("mvn " + MVN_ARGS);
   }
 
+  /**
+   * With a JDK 25 installed, {@code server} runs on it (here with compact object headers) and an AOT cache
+   * that one training run made for the jar; a second start trains nothing, and a rebuilt jar gets a
+   * new cache. The tool's other commands stay on the first Java.
+   */
+  @Test
+  void theServerRunsOnJdk25WithACacheTrainedOncePerBuild() throws Exception {
+    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_COMPACT_HEADERS", "on");
+
+    Result first = launch("ok", jdk25, "server", "--id", "n1");
+    Result second = launch("ok", jdk25, "server", "--id", "n1");
+
+    assertThat(first.status).as("stderr: %s", first.err).isZero();
+    assertThat(first.out).startsWith("ran25 ").contains("-XX:+UseCompactObjectHeaders")
+        .contains("-XX:AOTCache=" + root.resolve("leasehold-cli/target/launcher/aot/leasehold-jdk25.0.1-coh-on.aot"))
+        .endsWith("-jar " + root.resolve("leasehold-cli/target/launcher/leasehold.jar") + " server --id n1\n");
+    assertThat(first.err).contains("training the server JVMs' AOT cache").contains("server JVMs on JDK 25.0.1");
+    assertThat(second.out).isEqualTo(first.out);
+    assertThat(Files.readAllLines(tmp.resolve("trainings"))).hasSize(1);
+
+    Files.setLastModifiedTime(root.resolve("leasehold-cli/src/main/java/A.java"), FileTime.from(Instant.now().plusSeconds(5)));
+    Result rebuilt = launch("ok", jdk25, "server");
+    assertThat(rebuilt.out).contains("-XX:AOTCache=");
+    assertThat(Files.readAllLines(tmp.resolve("trainings"))).hasSize(2);
+
+    assertThat(launch("ok", jdk25, "status").out).startsWith("ran " + root.resolve("leasehold-cli/target/launcher/leasehold.jar"));
+  }
+
+  /** {@code dev} uses a cache it finds but never trains one: its first start stays as fast as before. */
+  @Test
+  void devRunsOnJdk25ButDoesNotTrain() throws Exception {
+    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString());
+
+    Result dev = launch("ok", jdk25, "dev");
+
+    assertThat(dev.status).as("stderr: %s", dev.err).isZero();
+    assertThat(dev.out).startsWith("ran25 ").doesNotContain("AOTCache").doesNotContain("UseCompactObjectHeaders");
+    assertThat(dev.err).contains("AOT cache none");
+    assertThat(tmp.resolve("trainings")).doesNotExist();
+
+    launch("ok", jdk25, "server");
+    assertThat(launch("ok", jdk25, "dev").out).contains("-XX:AOTCache=");
+  }
+
+  /** Without a JDK 25, or with LEASEHOLD_SERVER_JDK=none, the server runs on the first Java exactly as before. */
+  @Test
+  void withoutJdk25OrWithNoneTheServerRunsAsBefore() throws Exception {
+    String jar = root.resolve("leasehold-cli/target/launcher/leasehold.jar").toString();
+    Result none = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("no-jdks").toString()), "server");
+    Result off = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_SERVER_JDK", "none"), "server");
+
+    assertThat(none.out).isEqualTo("ran " + jar + "\n");
+    assertThat(none.err).doesNotContain("server JVMs");
+    assertThat(off.out).isEqualTo("ran " + jar + "\n");
+    assertThat(off.err).isEqualTo("what the command said on its standard error\n");
+    assertThat(tmp.resolve("trainings")).doesNotExist();
+  }
+
+  /** A bad setting is refused with its name and what it may be, and nothing runs. */
+  @Test
+  void badServerJvmSettingsAreRefusedByName() throws Exception {
+    Result aot = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_AOT", "sometimes"), "server");
+    Result old = launch("ok", Map.of("LEASEHOLD_SERVER_JDK", tmp.resolve("jdk").toString()), "server");
+
+    assertThat(aot.status).isEqualTo(1);
+    assertThat(aot.err).contains("LEASEHOLD_AOT=sometimes: must be auto, train or off");
+    assertThat(aot.out).isEmpty();
+    assertThat(old.status).isEqualTo(1);
+    assertThat(old.err).contains("LEASEHOLD_SERVER_JDK=" + tmp.resolve("jdk")).contains("must be 25 or newer");
+    assertThat(old.out).isEmpty();
+  }
+
   private static final String MVN_ARGS =
       "-B -q -ntp -Dstyle.color=never -Dmaven.test.skip=true -Dmaven.javadoc.skip=true -pl leasehold-cli -am package";
 
@@ -165,8 +258,24 @@ class LauncherScriptTest {
     return end(start(mvnMode, ""), "");
   }
 
+  private Result launch(String mvnMode, Map<String, String> env, String... args) throws Exception {
+    return end(start(mvnMode, "", env, args), "");
+  }
+
   private Process start(String mvnMode, String tag) throws IOException {
-    ProcessBuilder pb = new ProcessBuilder("bash", root.resolve("leasehold").toString(), "status");
+    return start(mvnMode, tag, Map.of(), "status");
+  }
+
+  private Process start(String mvnMode, String tag, Map<String, String> env, String... args) throws IOException {
+    List<String> command = new ArrayList<>(List.of("bash", root.resolve("leasehold").toString()));
+    command.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(command);
+    // No JDK 25 unless a test gives one: the machine's /usr/lib/jvm may hold one.
+    pb.environment().put("LEASEHOLD_JDK_SEARCH", tmp.resolve("no-jdks").toString());
+    pb.environment().remove("LEASEHOLD_SERVER_JDK");
+    pb.environment().remove("LEASEHOLD_AOT");
+    pb.environment().remove("LEASEHOLD_COMPACT_HEADERS");
+    pb.environment().putAll(env);
     pb.environment().put("PATH", tmp.resolve("bin") + ":" + System.getenv("PATH"));
     pb.environment().put("JAVA_HOME", tmp.resolve("jdk").toString());
     pb.environment().put("STUB_MVN", mvnMode);

@@ -69,9 +69,11 @@ final class CoreProcessCluster extends ProcessCluster {
 
   @Override
   List<String> command(int i) {
-    // The same JVM options as the ZooKeeper servers (Jvm.serverOptions()).
-    List<String> command = new ArrayList<>(List.of(Jvm.java()));
+    // The same Java and JVM options as the ZooKeeper servers (Jvm.serverOptions()), and the AOT
+    // cache trained for the core when the launcher made one.
+    List<String> command = new ArrayList<>(List.of(Jvm.serverJava()));
     command.addAll(Jvm.serverOptions());
+    command.addAll(Jvm.coreAotOptions());
     command.addAll(
         List.of(
             "-cp",

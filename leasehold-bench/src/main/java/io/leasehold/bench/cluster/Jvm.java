@@ -24,6 +24,42 @@ public final class Jvm {
   }
 
   /**
+   * Set on the bench's JVM (the {@code leasehold} launcher does, when a JDK 25 or newer is
+   * installed): the {@code java} the server JVMs run on, core nodes and ZooKeeper servers alike.
+   */
+  static final String SERVER_JAVA = "leasehold.bench.serverJava";
+
+  /** Set with {@link #SERVER_JAVA}: JVM flags for that JDK, separated by spaces. */
+  static final String SERVER_JVM_OPTIONS = "leasehold.bench.serverJvmOptions";
+
+  /**
+   * Set with {@link #SERVER_JAVA}: the AOT cache a training run made for this jar, on that JDK,
+   * with those flags ({@code -XX:AOTCache=}); core nodes only. Empty or unset: none.
+   */
+  static final String CORE_AOT_CACHE = "leasehold.bench.coreAotCache";
+
+  /**
+   * {@return the {@code java} of every server JVM}: {@link #SERVER_JAVA} when set, else the running
+   * JVM's own, as before there was a choice
+   */
+  public static String serverJava() {
+    String java = System.getProperty(SERVER_JAVA, "");
+    return java.isBlank() ? java() : java;
+  }
+
+  /**
+   * {@return the JVM flags that go with the AOT cache on core nodes}: {@code -XX:AOTCache=FILE} when
+   * {@link #CORE_AOT_CACHE} names one (and a server JDK is set), else none. A cache the JDK finds
+   * unusable (another jar, other flags) is ignored with a warning on the node's log.
+   */
+  public static List<String> coreAotOptions() {
+    String cache = System.getProperty(CORE_AOT_CACHE, "");
+    return cache.isBlank() || System.getProperty(SERVER_JAVA, "").isBlank()
+        ? List.of()
+        : List.of("-XX:AOTCache=" + cache);
+  }
+
+  /**
    * {@return this JVM's class path, every entry made absolute}: the servers run in their member
    * directories, and {@code java -jar target/leasehold-bench.jar} gives a relative one. It holds the
    * core server ({@code leasehold-cli}) and ZooKeeper's server classes (the {@code zookeeper} jar
@@ -39,9 +75,25 @@ public final class Jvm {
   /**
    * {@return the JVM options of every server JVM the bench starts, core node and ZooKeeper server
    * alike}: the same heap cap, the collector named rather than left to ergonomics, and the same
-   * logging. Only the main class and its arguments differ between the two stores.
+   * logging, and the server JDK's flags ({@link #SERVER_JVM_OPTIONS}) when it runs on one. Only the
+   * main class and its arguments differ between the two stores (and a core node's AOT cache,
+   * {@link #coreAotOptions()}).
    */
   public static List<String> serverOptions() {
+    List<String> options = new ArrayList<>(baseOptions());
+    if (!System.getProperty(SERVER_JAVA, "").isBlank()) {
+      Arrays.stream(System.getProperty(SERVER_JVM_OPTIONS, "").split(" "))
+          .filter(o -> !o.isBlank())
+          .forEach(options::add);
+    }
+    return options;
+  }
+
+  /**
+   * {@return the JVM options of {@link #serverOptions()} that every Java takes}: without the server
+   * JDK's own flags, for JVMs that run on {@link #java()} (the expire-storm's holders)
+   */
+  public static List<String> baseOptions() {
     List<String> options = new ArrayList<>(List.of(HEAP, "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError"));
     options.addAll(loggingOptions());
     return options;

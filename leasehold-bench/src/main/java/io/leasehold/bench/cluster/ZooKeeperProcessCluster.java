@@ -109,7 +109,7 @@ final class ZooKeeperProcessCluster extends ProcessCluster {
   @Override
   List<String> command(int i) {
     // The same JVM options as the core's nodes (Jvm.serverOptions()).
-    List<String> command = new ArrayList<>(List.of(Jvm.java()));
+    List<String> command = new ArrayList<>(List.of(Jvm.serverJava()));
     command.addAll(Jvm.serverOptions());
     command.addAll(List.of("-cp", Jvm.classPath(), MAIN, config(i).toString()));
     return command;
