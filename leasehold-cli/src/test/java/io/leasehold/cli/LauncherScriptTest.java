@@ -184,7 +184,7 @@ class LauncherScriptTest {
    */
   @Test
   void theServerRunsOnJdk25WithACacheTrainedOncePerBuild() throws Exception {
-    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_COMPACT_HEADERS", "on");
+    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_SERVER_JDK", "auto", "LEASEHOLD_COMPACT_HEADERS", "on");
 
     Result first = launch("ok", jdk25, "server", "--id", "n1");
     Result second = launch("ok", jdk25, "server", "--id", "n1");
@@ -208,7 +208,7 @@ class LauncherScriptTest {
   /** {@code dev} uses a cache it finds but never trains one: its first start stays as fast as before. */
   @Test
   void devRunsOnJdk25ButDoesNotTrain() throws Exception {
-    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString());
+    Map<String, String> jdk25 = Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_SERVER_JDK", "auto");
 
     Result dev = launch("ok", jdk25, "dev");
 
@@ -221,13 +221,18 @@ class LauncherScriptTest {
     assertThat(launch("ok", jdk25, "dev").out).contains("-XX:AOTCache=");
   }
 
-  /** Without a JDK 25, or with LEASEHOLD_SERVER_JDK=none, the server runs on the first Java exactly as before. */
+  /**
+   * By default (none), without a JDK 25 under auto, or with LEASEHOLD_SERVER_JDK=none, the server
+   * runs on the first Java exactly as before.
+   */
   @Test
   void withoutJdk25OrWithNoneTheServerRunsAsBefore() throws Exception {
     String jar = root.resolve("leasehold-cli/target/launcher/leasehold.jar").toString();
     Result none = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("no-jdks").toString()), "server");
     Result off = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString(), "LEASEHOLD_SERVER_JDK", "none"), "server");
+    Result byDefault = launch("ok", Map.of("LEASEHOLD_JDK_SEARCH", tmp.resolve("jdks").toString()), "server");
 
+    assertThat(byDefault.out).as("JDK 25 is opt-in").isEqualTo("ran " + jar + "\n");
     assertThat(none.out).isEqualTo("ran " + jar + "\n");
     assertThat(none.err).doesNotContain("server JVMs");
     assertThat(off.out).isEqualTo("ran " + jar + "\n");
