@@ -254,6 +254,16 @@ final class ServerCommand implements Callable<Integer> {
   private int maxWatchBacklog;
 
   @Option(
+      names = "--watch-history-bytes",
+      paramLabel = "BYTES",
+      defaultValue = "" + Limits.DEFAULT_WATCH_HISTORY_BYTES,
+      description = "Bytes of past events the node keeps so that a watch can resume from an earlier revision"
+          + " (also at most " + Limits.WATCH_HISTORY_EVENTS + " events; a watch from before them is told to"
+          + " read again); " + Limits.LEAST_WATCH_HISTORY_BYTES + " to " + Limits.MOST_WATCH_HISTORY_BYTES
+          + " (default: ${DEFAULT-VALUE}).")
+  private long watchHistoryBytes;
+
+  @Option(
       names = "--max-in-flight-per-connection",
       paramLabel = "N",
       defaultValue = "" + Limits.DEFAULT_IN_FLIGHT_PER_CONNECTION,
@@ -331,7 +341,8 @@ final class ServerCommand implements Callable<Integer> {
                   maxValueBytes,
                   maxWatchersPerConnection,
                   maxWatchBacklog,
-                  maxInFlightPerConnection));
+                  maxInFlightPerConnection,
+                  watchHistoryBytes));
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }
