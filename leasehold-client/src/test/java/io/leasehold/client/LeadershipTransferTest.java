@@ -177,7 +177,7 @@ class LeadershipTransferTest {
     for (int move = 0; move < 4; move++) {
       int leader = cluster.awaitLeader(PATIENCE);
       int target = (leader + 1 + move % 2) % 3;
-      transfer(allNodes(), id(target)).get(20, TimeUnit.SECONDS);
+      moveLeadership(id(target));
       assertThat(other.acquire().get(20, TimeUnit.SECONDS)).as("another owner's acquire after move %d", move).isFalse();
       assertThat(held.checkAlive()).as("the holder's checkAlive() after move %d", move).isTrue();
     }
@@ -219,6 +219,25 @@ class LeadershipTransferTest {
       assertThat(node(follower).handOverLeadership(Duration.ofSeconds(1))).isEmpty();
     } finally {
       cluster.startNode(leader);
+    }
+  }
+
+  /**
+   * Moves the leadership to {@code to}, asking again (at most three times) when Ratis answers that
+   * the move timed out: a target that another test stopped and started may still be catching up
+   * (seen once in a clean-clone run, "TIMED_OUT(4.999s)"). What the caller checks is the lease
+   * through the moves, not the move's first try.
+   */
+  private void moveLeadership(String to) throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        transfer(allNodes(), to).get(20, TimeUnit.SECONDS);
+        return;
+      } catch (ExecutionException e) {
+        if (attempt == 3 || !String.valueOf(e.getCause().getMessage()).contains("Failed to transfer leadership")) {
+          throw e;
+        }
+      }
     }
   }
 
