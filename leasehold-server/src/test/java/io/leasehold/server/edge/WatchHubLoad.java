@@ -22,6 +22,12 @@ public final class WatchHubLoad {
 
   private WatchHubLoad() {}
 
+  /** How long a round waits for its deliveries before it says they did not all arrive. */
+  private static final long PATIENCE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+
+  /** Watchers told to re-read (the fan-out fell behind the history): their events never come. */
+  private static final AtomicLong RESETS = new AtomicLong();
+
   private static final class Counting implements WatchHub.Sink {
     private final AtomicLong total;
 
@@ -32,6 +38,9 @@ public final class WatchHubLoad {
     @Override
     public void send(WatchResponse response) {
       total.addAndGet(response.getEventsCount());
+      if (response.getCompactRevision() > 0) {
+        RESETS.incrementAndGet();
+      }
     }
 
     @Override
@@ -67,9 +76,7 @@ public final class WatchHubLoad {
         hub.publish(List.of(prepared[i]));
       }
       long published = System.nanoTime() - t1;
-      while (delivered.get() < events) {
-        Thread.sleep(1);
-      }
+      awaitCount(delivered, events, "delivered events");
       long allSent = System.nanoTime() - t1;
       AtomicLong replayed = new AtomicLong();
       long t2 = System.nanoTime();
@@ -82,9 +89,7 @@ public final class WatchHubLoad {
           expected++;
         }
       }
-      while (replayed.get() < expected) {
-        Thread.sleep(1);
-      }
+      awaitCount(replayed, expected, "replayed events");
       long resumeDone = System.nanoTime() - t2;
       System.out.printf(
           "round %d: %,d watchers, %,d events of %,d value bytes: adding watchers %,d ms; publish %.2f us/event"
@@ -116,5 +121,23 @@ public final class WatchHubLoad {
   private static long usedHeap() {
     Runtime r = Runtime.getRuntime();
     return r.totalMemory() - r.freeMemory();
+  }
+
+  /**
+   * Waits (polling: a tool, not a test) until {@code count} reaches {@code target}; stops early,
+   * saying why, when watchers were told to re-read or when the patience ran out, so that a burst
+   * that outran the history cannot hang the tool.
+   */
+  private static void awaitCount(AtomicLong count, long target, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    while (count.get() < target) {
+      if (RESETS.get() > 0 || System.nanoTime() - deadline > 0) {
+        System.out.printf(
+            "%s: %d of %d, %d watchers told to re-read (the fan-out fell behind the history)%n",
+            what, count.get(), target, RESETS.get());
+        return;
+      }
+      Thread.sleep(1);
+    }
   }
 }
