@@ -51,6 +51,8 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   /** After this many failed reads to confirm an expiry in a row, one line at INFO says so. */
   private static final int CONFIRM_FAILURES_LOGGED = 5;
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
+  /** How long an opening of the watch may take before another one is started. */
+  static final long OPENING_PATIENCE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   /** Threads that open watches, per backend: see {@link #newWatchOpener()}. */
   static final int WATCH_OPENING_THREADS = 4;
@@ -110,6 +112,11 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
    */
   private long clockRuns;
   private Watch watch;
+  /**
+   * Counts the watch openings started; only the latest may install its watch. Written on the timer
+   * thread, read by the opener threads.
+   */
+  private volatile long openings;
   private volatile boolean closed;
 
   KubernetesObservation(KubernetesClient client, LeaseApi api, Scheduler timers, Executor watchOpener, Observation observation) {
@@ -158,13 +165,18 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       watch = null;
     }
     // From now, not from the read's resourceVersion: fabric8's mock API server takes that
-    // parameter as a filter on the object's version. What happens between the read and the watch
-    // is caught by the leaseTransitions check in handle(); after a dropped connection fabric8
-    // resumes from the last resourceVersion it delivered.
+    // parameter as a filter on the object's version. A watch from now starts with the object as
+    // it is (an ADDED event), which handle() checks against what was reported, so a change
+    // between the read and the watch is told; after a dropped connection fabric8 resumes from
+    // the last resourceVersion it delivered.
     var options = new ListOptionsBuilder().build();
+    long attempt = ++openings;
     // fabric8 opens the watch on its own threads; a blocking call kept off the timer thread.
     Watcher<Lease> self = this;
     Runnable open = () -> {
+      if (closed || attempt != openings) {
+        return; // given up on while it queued: a newer opening is under way
+      }
       try {
         Watch w = client.resources(Lease.class).inNamespace(api.namespace()).withName(objectName)
             .watch(options, self);
@@ -173,8 +185,8 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           return;
         }
         timers.execute(() -> {
-          if (closed) {
-            w.close();
+          if (closed || attempt != openings) {
+            w.close(); // given up on while it opened: a newer opening replaced it
           } else {
             if (watch != null) {
               watch.close(); // two openings raced (a reopen and a close at once): keep the newer
@@ -185,7 +197,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
           }
         });
       } catch (RuntimeException e) {
-        if (closed) {
+        if (closed || attempt != openings) {
           return;
         }
         log.debug("observation of '{}': the watch could not be opened ({}); reading again",
@@ -193,12 +205,29 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
         timers.schedule(() -> read(LeaseEvent.Type.GAP, "kubernetes: the watch could not be opened; read again"), RETRY_NANOS);
       }
     };
+    timers.schedule(() -> giveUpOnOpening(attempt), OPENING_PATIENCE_NANOS);
     try {
       watchOpener.execute(open);
     } catch (RejectedExecutionException e) {
       // The backend is closing: its opener is shut down, and this observation is being closed.
       log.debug("observation of '{}': no watch opened, the backend is closed", observation.name());
     }
+  }
+
+  /**
+   * An opening that has not answered within {@link #OPENING_PATIENCE_NANOS} is given up on and
+   * another one started: fabric8 waits for an opening without a time limit, and until one is open
+   * the observer hears nothing at all (no change, and no expiry, whose clock runs only while
+   * watching). The one given up on closes its watch if it ever opens; if it is still queued, it
+   * never starts.
+   */
+  private void giveUpOnOpening(long attempt) {
+    if (closed || attempt != openings || watch != null) {
+      return;
+    }
+    log.info("observation of '{}': the API server has not answered a watch request in {} s; asking again",
+        observation.name(), TimeUnit.NANOSECONDS.toSeconds(OPENING_PATIENCE_NANOS));
+    openWatch();
   }
 
   @Override

@@ -17,6 +17,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -82,7 +83,15 @@ class KubernetesObserveTest {
       Lease b = holders.newLease(settings("owner-b"));
       assertThat(b.acquire().join()).isTrue();
       long tokenOfB = b.fencingToken().orElseThrow();
-      watcher.watchOpener = heldBack::add;
+      // Only the first opening is held: one started anew after the opening patience runs at once.
+      AtomicBoolean first = new AtomicBoolean(true);
+      watcher.watchOpener = opening -> {
+        if (first.getAndSet(false)) {
+          heldBack.add(opening);
+        } else {
+          new Thread(opening, "test-watch-open").start();
+        }
+      };
       watcher.observe("handed-over", seen::add);
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
       assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB);
@@ -97,6 +106,77 @@ class KubernetesObserveTest {
       b.release().join();
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
       assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
+    }
+  }
+
+  /**
+   * CI found this (the contract suite's late observer): the observation reads the object, then
+   * opens its watch from the moment the API server registers it. A release that lands between the
+   * read and that moment is in neither, so the observer went on reporting the released holder
+   * (learning of the release only from its expiry check, as a GAP, two lease durations later, or
+   * never while its watch stayed unopened). Here the opening is held back while the holder
+   * releases: once the watch is open the observer must report the release itself.
+   */
+  @Test
+  void aReleaseBetweenTheReadAndTheWatchIsReported() throws Exception {
+    List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+    BlockingQueue<Runnable> heldBack = new LinkedBlockingQueue<>();
+    try (MockApiServer server = new MockApiServer();
+        KubernetesBackend watcher = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE);
+        KubernetesBackend holders = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE)) {
+      Lease b = holders.newLease(settings("owner-b"));
+      assertThat(b.acquire().join()).isTrue();
+      long tokenOfB = b.fencingToken().orElseThrow();
+      watcher.watchOpener = heldBack::add;
+      watcher.observe("handed-over", seen::add);
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
+      Runnable openTheWatch = heldBack.poll(30, TimeUnit.SECONDS);
+      assertThat(openTheWatch).as("the observation opens a watch after its read").isNotNull();
+
+      b.release().join();
+      openTheWatch.run();
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
+    }
+  }
+
+  /**
+   * CI found this (the contract suite's late observer, on a loaded machine): after its read the
+   * observer heard nothing for 30 s, not even the release of the lease it had reported held.
+   * fabric8 waits for a watch opening without a time limit, and until one is open nothing reaches
+   * the observer — no change, and no expiry either (its clock runs only while watching). Here the
+   * first opening never answers: the observer must ask again on its own, and its second watch
+   * must tell the release; the first one, answering late, must change nothing.
+   */
+  @Test
+  void anOpeningThatNeverAnswersIsGivenUpOnAndAskedAgain() throws Exception {
+    List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+    BlockingQueue<Runnable> heldBack = new LinkedBlockingQueue<>();
+    try (MockApiServer server = new MockApiServer();
+        KubernetesBackend watcher = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE);
+        KubernetesBackend holders = KubernetesBackend.using(MockApiServer.client(server.address()), MockApiServer.NAMESPACE)) {
+      Lease b = holders.newLease(settings("owner-b"));
+      assertThat(b.acquire().join()).isTrue();
+      long tokenOfB = b.fencingToken().orElseThrow();
+      watcher.watchOpener = heldBack::add;
+      watcher.observe("handed-over", seen::add);
+      Runnable neverAnswered = heldBack.poll(30, TimeUnit.SECONDS);
+      assertThat(neverAnswered).as("the observation opens a watch after its read").isNotNull();
+      b.release().join();
+
+      Runnable askedAgain = heldBack.poll(60, TimeUnit.SECONDS);
+      assertThat(askedAgain).as("a second opening, started by the observation itself").isNotNull();
+      askedAgain.run();
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 2);
+      assertThat(summaries(seen)).containsExactly("CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB);
+
+      neverAnswered.run(); // the first opening, given up on, starts nothing now
+      Lease c = holders.newLease(settings("owner-c"));
+      assertThat(c.acquire().join()).isTrue();
+      long tokenOfC = c.fencingToken().orElseThrow();
+      await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() >= 3);
+      assertThat(summaries(seen)).containsExactly(
+          "CURRENT owner-b " + tokenOfB, "RELEASED owner-b " + tokenOfB, "ACQUIRED owner-c " + tokenOfC);
     }
   }
 
