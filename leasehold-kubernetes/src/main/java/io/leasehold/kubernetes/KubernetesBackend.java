@@ -67,6 +67,8 @@ public final class KubernetesBackend implements LeaseBackend {
   private final ThreadPoolExecutor watchOpenerThreads = KubernetesObservation.newWatchOpener();
   /** Where an observation's blocking watch call runs; tests hold it back to widen a race. */
   volatile Executor watchOpener = watchOpenerThreads;
+  /** How long a watch opening may take before another is started; tests shorten it. */
+  volatile Duration watchOpeningPatience = KubernetesObservation.OPENING_PATIENCE;
 
   KubernetesBackend(
       KubernetesClient client,
@@ -179,7 +181,7 @@ public final class KubernetesBackend implements LeaseBackend {
     }
     return observations.open(
         name, observer, runtime.callbacks(), observation ->
-            new KubernetesObservation(client, api, runtime.timers(), watchOpener, observation));
+            new KubernetesObservation(client, api, runtime.timers(), watchOpener, watchOpeningPatience, observation));
   }
 
   /**

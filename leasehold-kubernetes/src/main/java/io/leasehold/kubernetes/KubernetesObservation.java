@@ -51,8 +51,12 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   /** After this many failed reads to confirm an expiry in a row, one line at INFO says so. */
   private static final int CONFIRM_FAILURES_LOGGED = 5;
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
-  /** How long an opening of the watch may take before another one is started. */
-  static final long OPENING_PATIENCE_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /**
+   * How long an opening of the watch may take before another one is started: far longer than an
+   * API server takes to answer one (its answer is the upgrade, before any event), so that only a
+   * connection that will never answer is given up on.
+   */
+  static final Duration OPENING_PATIENCE = Duration.ofSeconds(60);
 
   /** Threads that open watches, per backend: see {@link #newWatchOpener()}. */
   static final int WATCH_OPENING_THREADS = 4;
@@ -93,6 +97,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   private final LeaseApi api;
   private final Scheduler timers;
   private final Executor watchOpener;
+  private final Duration openingPatience;
   private final Observation observation;
   private final String objectName;
   // All below: touched only on the timer thread.
@@ -119,11 +124,14 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   private volatile long openings;
   private volatile boolean closed;
 
-  KubernetesObservation(KubernetesClient client, LeaseApi api, Scheduler timers, Executor watchOpener, Observation observation) {
+  KubernetesObservation(
+      KubernetesClient client, LeaseApi api, Scheduler timers, Executor watchOpener, Duration openingPatience,
+      Observation observation) {
     this.client = client;
     this.api = api;
     this.timers = timers;
     this.watchOpener = watchOpener;
+    this.openingPatience = openingPatience;
     this.observation = observation;
     this.objectName = KubernetesLeaseNames.objectName(observation.name());
   }
@@ -205,7 +213,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
         timers.schedule(() -> read(LeaseEvent.Type.GAP, "kubernetes: the watch could not be opened; read again"), RETRY_NANOS);
       }
     };
-    timers.schedule(() -> giveUpOnOpening(attempt), OPENING_PATIENCE_NANOS);
+    timers.schedule(() -> giveUpOnOpening(attempt), openingPatience.toNanos());
     try {
       watchOpener.execute(open);
     } catch (RejectedExecutionException e) {
@@ -215,7 +223,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
   }
 
   /**
-   * An opening that has not answered within {@link #OPENING_PATIENCE_NANOS} is given up on and
+   * An opening that has not answered within {@link #OPENING_PATIENCE} is given up on and
    * another one started: fabric8 waits for an opening without a time limit, and until one is open
    * the observer hears nothing at all (no change, and no expiry, whose clock runs only while
    * watching). The one given up on closes its watch if it ever opens; if it is still queued, it
@@ -226,7 +234,7 @@ final class KubernetesObservation implements Watcher<Lease>, OpenObservations.St
       return;
     }
     log.info("observation of '{}': the API server has not answered a watch request in {} s; asking again",
-        observation.name(), TimeUnit.NANOSECONDS.toSeconds(OPENING_PATIENCE_NANOS));
+        observation.name(), openingPatience.toSeconds());
     openWatch();
   }
 

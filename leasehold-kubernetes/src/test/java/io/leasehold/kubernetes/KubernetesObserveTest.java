@@ -159,6 +159,7 @@ class KubernetesObserveTest {
       assertThat(b.acquire().join()).isTrue();
       long tokenOfB = b.fencingToken().orElseThrow();
       watcher.watchOpener = heldBack::add;
+      watcher.watchOpeningPatience = Duration.ofSeconds(5);
       watcher.observe("handed-over", seen::add);
       Runnable neverAnswered = heldBack.poll(30, TimeUnit.SECONDS);
       assertThat(neverAnswered).as("the observation opens a watch after its read").isNotNull();

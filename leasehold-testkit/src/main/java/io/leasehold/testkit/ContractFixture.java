@@ -27,6 +27,16 @@ public interface ContractFixture extends AutoCloseable {
   Duration ttl();
 
   /**
+   * How long the suite waits for something that must happen (an event, a loss, a handover)
+   * before it fails: ten TTLs unless a store's test double is known to stall for longer.
+   *
+   * @return the patience; at least the TTL
+   */
+  default Duration patience() {
+    return ttl().multipliedBy(10);
+  }
+
+  /**
    * Deletes a lease's record in the store as an operator would, whoever holds it.
    *
    * @param leaseName the lease name as the suite gave it

@@ -1159,7 +1159,7 @@ public abstract class LeaseContractSuite {
   }
 
   private Duration patience() {
-    return ttl.multipliedBy(10);
+    return fixture.patience();
   }
 
   private Ticker ticker() {
