@@ -20,11 +20,15 @@ import org.slf4j.LoggerFactory;
  * anyone but itself (an operator's revoke, the session's expiry). One watch per backend, on the
  * whole lease prefix; it resumes after a reconnect from the last revision it saw, and if the core
  * no longer has that history it re-reads the keys instead (a resync), so no deletion is missed.
+ * Both name this backend's sessions: the core sends and answers only their keys, so neither needs
+ * a right on any lease name (an identity allowed only {@code lease billing/} can do both), and a
+ * resync costs what this process holds, not what the cluster holds.
  *
  * <h2>A resync, page by page</h2>
  *
- * <p>The lease keys of a whole cluster do not fit one answer (36,000 short ones are 4 MiB, gRPC's
- * default limit), so a resync reads them in pages ({@link PrefixPages}), each a linearizable read
+ * <p>The lease keys of a process (or, from a node before session-filtered reads, of the whole
+ * cluster: 36,000 short ones are 4 MiB, gRPC's default limit) need not fit one answer, so a
+ * resync reads them in pages ({@link PrefixPages}), each a linearizable read
  * at its own revision: page 1 at R1, page 2 at R2 ≥ R1, and so on, while leases change meanwhile.
  * What the resync must find is every tenure of this process whose key is gone from the core.
  * Why it ends right:
@@ -225,16 +229,24 @@ final class LeaseWatch implements AutoCloseable {
 
   private void resync() {
     long generation;
+    List<Long> sessions = sessionIds.get();
     synchronized (this) {
       if (closed) {
         return;
       }
       generation = ++resyncs;
+      if (sessions.isEmpty()) {
+        return; // no session, so no tenure to judge; a new session's watch starts afresh
+      }
     }
     long[] firstRevision = new long[1];
+    // Only this backend's own sessions' keys: what a resync judges (a held tenure is on one of
+    // them, or gone), readable with no right on any name, and as large as what this process
+    // holds rather than what the cluster holds.
     PrefixPages.read(
             client,
             LEASE_PREFIX,
+            sessions,
             pageKeys,
             page -> {
               synchronized (this) {

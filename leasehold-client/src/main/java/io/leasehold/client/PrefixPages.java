@@ -61,11 +61,27 @@ final class PrefixPages {
    *     page is not asked for again: read again from the start)
    */
   static CompletableFuture<Void> read(CoreClient client, String prefix, int pageKeys, Consumer<Page> each) {
+    return read(client, prefix, List.of(), pageKeys, each);
+  }
+
+  /**
+   * Reads the keys under {@code prefix} attached to {@code sessionIds}, one page after another.
+   * A page is exact for those sessions' keys in its key range; a node from before session-filtered
+   * reads answers every key under the prefix (a superset, so a caller that looks for its own keys
+   * in a page is answered right either way).
+   *
+   * @param sessionIds the sessions whose keys to read; empty: every key
+   * @see #read(CoreClient, String, int, Consumer)
+   */
+  static CompletableFuture<Void> read(
+      CoreClient client, String prefix, List<Long> sessionIds, int pageKeys, Consumer<Page> each) {
     if (pageKeys < 1 || pageKeys > PAGE_KEYS) {
       throw new IllegalArgumentException("pageKeys must be 1 to " + PAGE_KEYS + "; was " + pageKeys);
     }
     CompletableFuture<Void> done = new CompletableFuture<>();
-    next(client, prefix, pageKeys, "", true, each, done);
+    GetRequest first =
+        GetRequest.newBuilder().setKey(prefix).setPrefix(true).setLimit(pageKeys).addAllSessionIds(sessionIds).build();
+    next(client, first, "", true, each, done);
     return done;
   }
 
@@ -76,10 +92,10 @@ final class PrefixPages {
   }
 
   private static void next(
-      CoreClient client, String prefix, int pageKeys, String after, boolean first, Consumer<Page> each,
+      CoreClient client, GetRequest request, String after, boolean first, Consumer<Page> each,
       CompletableFuture<Void> done) {
-    GetRequest get =
-        GetRequest.newBuilder().setKey(prefix).setPrefix(true).setLimit(pageKeys).setStartAfter(after).build();
+    String prefix = request.getKey();
+    GetRequest get = request.toBuilder().setStartAfter(after).build();
     client
         .<GetResponse>call((stub, out) -> stub.get(get, out))
         .whenComplete(
@@ -108,7 +124,7 @@ final class PrefixPages {
               if (upTo == null) {
                 done.complete(null);
               } else {
-                next(client, prefix, pageKeys, upTo, false, each, done);
+                next(client, request, upTo, false, each, done);
               }
             });
   }

@@ -26,6 +26,7 @@ import io.leasehold.core.proto.GrantRequest;
 import io.leasehold.core.proto.GrantResponse;
 import io.leasehold.core.proto.KeepAliveRequest;
 import io.leasehold.core.proto.KeepAliveResponse;
+import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.LeaseholdGrpc;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
@@ -387,6 +388,19 @@ class CoreAclTest {
     assertThat(keepAlive("bob", alices)).isInstanceOf(io.grpc.StatusRuntimeException.class)
         .hasMessageContaining("PERMISSION_DENIED").hasMessageContaining("CN=bob").hasMessageContaining("session " + alices);
     assertThat(keepAlive("alice", alices)).as("its own keep-alive").isNull();
+    // A read of the lease keys filtered to sessions: the caller's own need no right, another's do.
+    GetRequest ownKeys = GetRequest.newBuilder().setKey(CoreClient.LEASE_PREFIX).setPrefix(true).setLimit(100)
+        .addSessionIds(alices).build();
+    assertThat(CoreAclTest.<GetResponse>call(alice, (s, o) -> s.get(ownKeys, o)).getKvsList())
+        .extracting(KeyValue::getKey).containsExactly(CoreClient.LEASE_PREFIX + "l/owned");
+    assertRefused(Status.Code.PERMISSION_DENIED, () -> CoreAclTest.<GetResponse>call(bob, (s, o) -> s.get(ownKeys, o)), "CN=bob");
+    // At most 1000 session ids in one message, whoever asks.
+    List<Long> tooMany = java.util.stream.LongStream.rangeClosed(1, 1001).boxed().toList();
+    GetRequest manyIds = ownKeys.toBuilder().clearSessionIds().addAllSessionIds(tooMany).build();
+    assertRefused(Status.Code.INVALID_ARGUMENT, () -> CoreAclTest.<GetResponse>call(root, (s, o) -> s.get(manyIds, o)),
+        "at most 1000 sessions; was 1001");
+    assertThat(keepAlive("alice", tooMany)).isInstanceOf(io.grpc.StatusRuntimeException.class)
+        .hasMessageContaining("INVALID_ARGUMENT").hasMessageContaining("at most 1000 sessions; was 1001");
 
     // Alice's tenure, session and keys are as they were.
     GetResponse lease = get(root, CoreClient.LEASE_PREFIX + "l/owned", false);
@@ -398,6 +412,11 @@ class CoreAclTest {
 
   /** Sends one keep-alive for {@code session} as {@code name}; null if answered, else the error. */
   private Throwable keepAlive(String name, long session) throws Exception {
+    return keepAlive(name, List.of(session));
+  }
+
+  /** Sends one keep-alive for {@code sessions} as {@code name}; null if all were extended, else the error. */
+  private Throwable keepAlive(String name, List<Long> sessions) throws Exception {
     ClientTls tls = ClientTls.load(dir.resolve("ca.pem"), dir.resolve(name + ".pem"), dir.resolve(name + "-key.pem"));
     Peer peer = cluster.peers().get(cluster.leader().orElse(0));
     ManagedChannel channel = NettyChannelBuilder.forAddress(peer.host(), peer.clientPort()).sslContext(tls.context()).build();
@@ -407,7 +426,7 @@ class CoreAclTest {
           LeaseholdGrpc.newStub(channel).keepAlive(new StreamObserver<KeepAliveResponse>() {
             @Override
             public void onNext(KeepAliveResponse value) {
-              answer.complete(value.getAliveList().contains(session) ? null : new AssertionError("not extended: " + value));
+              answer.complete(value.getAliveList().containsAll(sessions) ? null : new AssertionError("not extended: " + value));
             }
 
             @Override
@@ -418,7 +437,7 @@ class CoreAclTest {
             @Override
             public void onCompleted() {}
           });
-      requests.onNext(KeepAliveRequest.newBuilder().addSessionIds(session).setSequence(1).build());
+      requests.onNext(KeepAliveRequest.newBuilder().addAllSessionIds(sessions).setSequence(1).build());
       Throwable result = answer.get(30, TimeUnit.SECONDS);
       requests.onCompleted();
       return result;

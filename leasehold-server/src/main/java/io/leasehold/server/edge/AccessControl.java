@@ -10,6 +10,7 @@ import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.RevokeRequest;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.server.state.Command;
+import java.util.List;
 
 /**
  * The ACL check at the edge: one call per RPC, before anything is proposed or read. Reads the
@@ -88,10 +89,20 @@ public final class AccessControl {
     }
   }
 
-  /** {@return null when the read may go; else the status to refuse it with} */
+  /**
+   * {@return null when the read may go; else the status to refuse it with} A read filtered to
+   * sessions that are all the caller's own (a holder re-reading its lease keys after a gap in its
+   * watch) needs no right: it is answered only its own keys.
+   */
   Status get(ClientIdentity identity, GetRequest get) {
     AclTable acl = state.acl();
-    return acl.enabled() ? key(acl, identity, AclRight.ACL_RIGHT_READ, get.getKey(), get.getPrefix()) : pending(acl);
+    if (!acl.enabled()) {
+      return pending(acl);
+    }
+    if (get.getSessionIdsCount() > 0 && ownsAll(identity, get.getSessionIdsList())) {
+      return null;
+    }
+    return key(acl, identity, AclRight.ACL_RIGHT_READ, get.getKey(), get.getPrefix());
   }
 
   /**
@@ -104,7 +115,7 @@ public final class AccessControl {
     if (!acl.enabled()) {
       return pending(acl);
     }
-    if (watch.getSessionIdsCount() > 0 && ownsAll(identity, watch)) {
+    if (watch.getSessionIdsCount() > 0 && ownsAll(identity, watch.getSessionIdsList())) {
       return null;
     }
     return key(acl, identity, AclRight.ACL_RIGHT_WATCH, watch.getKey(), watch.getPrefix());
@@ -121,11 +132,11 @@ public final class AccessControl {
     return state.acl().enabled();
   }
 
-  private boolean ownsAll(ClientIdentity identity, WatchRequest watch) {
-    for (int i = 0; i < watch.getSessionIdsCount(); i++) {
-      // A session this node has not applied yet counts as not the caller's: the watch is refused
+  private boolean ownsAll(ClientIdentity identity, List<Long> sessionIds) {
+    for (long id : sessionIds) {
+      // A session this node has not applied yet counts as not the caller's: the call is refused
       // and the holder's watch tries again (its safety never rests on the watch).
-      if (!state.sessionUsableBy(watch.getSessionIds(i), identity.stored())) {
+      if (!state.sessionUsableBy(id, identity.stored())) {
         return false;
       }
     }

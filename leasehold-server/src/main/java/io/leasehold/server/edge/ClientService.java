@@ -96,7 +96,13 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   /** A tenure's holder: an owner name, {@code #} and its incarnation, with room to spare. */
   static final int MAX_HOLDER_CHARS = 320;
   static final long STATUS_COUNTS_TIMEOUT_MILLIS = 1000;
-  static final int MAX_WATCHED_SESSIONS = 1000;
+  /**
+   * Session ids one watch, read or keep-alive message may name: the work one message makes (each
+   * id looked up under the state's lock, or confirmed by a Raft read) is bounded however large a
+   * hostile client makes it. A client has one session per distinct TTL in use, so this is far
+   * above what a well-behaved one sends.
+   */
+  static final int MAX_SESSION_IDS = 1000;
   public static final int MAX_BATCH_OPS = 1024;
 
   private final RaftGateway raft;
@@ -285,6 +291,9 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void get(GetRequest request, StreamObserver<GetResponse> out) {
+    if (tooManySessionIds(request.getSessionIdsCount(), out)) {
+      return;
+    }
     String problem = request.getPrefix() ? pageProblem(request) : singleKeyProblem(request);
     if (problem != null) {
       invalid(out, problem);
@@ -332,6 +341,15 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
     read(Query.newBuilder().setGet(request).build(), GetResponse.parser(), answer);
   }
 
+  /** Ends {@code out} with INVALID_ARGUMENT when a message names more than {@link #MAX_SESSION_IDS}. */
+  private static boolean tooManySessionIds(int count, StreamObserver<?> out) {
+    if (count <= MAX_SESSION_IDS) {
+      return false;
+    }
+    invalid(out, "session_ids may name at most " + MAX_SESSION_IDS + " sessions; was " + count);
+    return true;
+  }
+
   /** {@return what is wrong with a read of one key, or null} */
   private static String singleKeyProblem(GetRequest request) {
     if (request.getLimit() != 0 || !request.getStartAfter().isEmpty()) {
@@ -351,9 +369,7 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   @Override
   public void watch(WatchRequest request, StreamObserver<WatchResponse> out) {
-    if (request.getSessionIdsCount() > MAX_WATCHED_SESSIONS) {
-      invalid(out, "session_ids may name at most " + MAX_WATCHED_SESSIONS + " sessions; was "
-          + request.getSessionIdsCount());
+    if (tooManySessionIds(request.getSessionIdsCount(), out)) {
       return;
     }
     if (!request.getPrefix() && request.getKey().isEmpty()) {
@@ -382,6 +398,11 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       @Override
       public void onNext(KeepAliveRequest request) {
         counters.keepAlives.increment();
+        synchronized (out) {
+          if (tooManySessionIds(request.getSessionIdsCount(), out)) {
+            return; // the stream is ended: nothing confirmed, nothing extended
+          }
+        }
         raft.read(Query.newBuilder().setKeepAlive(request).setIdentity(identity).build())
             .whenComplete(
                 (bytes, error) -> {

@@ -40,9 +40,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.PriorityQueue;
 import java.util.TreeMap;
 
 /**
@@ -767,6 +770,7 @@ public final class CoreState {
       String prefix = get.getKey();
       String after = get.getStartAfter();
       boolean fromPrefix = after.compareTo(prefix) < 0;
+      String from = fromPrefix ? prefix : after;
       boolean paged = get.getLimit() != 0;
       int maxKeys =
           paged
@@ -776,9 +780,17 @@ public final class CoreState {
       long bytes = 0;
       int count = 0;
       String last = null;
-      for (KeyValue kv : keys.tailMap(fromPrefix ? prefix : after, fromPrefix).values()) {
+      Iterator<KeyValue> candidates =
+          get.getSessionIdsCount() == 0
+              ? keys.tailMap(from, fromPrefix).values().iterator()
+              : keysOfSessions(get.getSessionIdsList(), from, fromPrefix);
+      while (candidates.hasNext()) {
+        KeyValue kv = candidates.next();
+        if (kv == null) {
+          continue; // never: a session's key set holds only keys of the state
+        }
         if (!kv.getKey().startsWith(prefix)) {
-          break;
+          break; // keys after the prefix's: every key still to come is after it too
         }
         // The bytes this key adds to the answer: its field's tag and length, and the key value.
         int size = com.google.protobuf.CodedOutputStream.computeMessageSize(1, kv);
@@ -793,11 +805,44 @@ public final class CoreState {
       }
     } else {
       KeyValue kv = keys.get(get.getKey());
-      if (kv != null) {
+      if (kv != null && (get.getSessionIdsCount() == 0 || get.getSessionIdsList().contains(kv.getSessionId()))) {
         response.addKvs(kv);
       }
     }
     return response.build();
+  }
+
+  /**
+   * The keys attached to {@code sessionIds} from {@code from} on, in key order: the sessions' own
+   * key sets merged, so a read costs what those sessions hold, not what the cluster holds.
+   */
+  private Iterator<KeyValue> keysOfSessions(List<Long> sessionIds, String from, boolean inclusive) {
+    PriorityQueue<Map.Entry<String, Iterator<String>>> heads = new PriorityQueue<>(Map.Entry.comparingByKey());
+    for (long id : new HashSet<>(sessionIds)) {
+      Session session = sessions.get(id);
+      if (session != null) {
+        advance(heads, session.keys.tailSet(from, inclusive).iterator());
+      }
+    }
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return !heads.isEmpty();
+      }
+
+      @Override
+      public KeyValue next() {
+        Map.Entry<String, Iterator<String>> head = heads.remove();
+        advance(heads, head.getValue());
+        return keys.get(head.getKey());
+      }
+    };
+  }
+
+  private static void advance(PriorityQueue<Map.Entry<String, Iterator<String>>> heads, Iterator<String> rest) {
+    if (rest.hasNext()) {
+      heads.add(Map.entry(rest.next(), rest));
+    }
   }
 
   /**

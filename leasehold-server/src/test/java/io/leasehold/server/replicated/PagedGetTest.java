@@ -6,10 +6,13 @@ import com.google.protobuf.ByteString;
 import io.leasehold.core.proto.CallId;
 import io.leasehold.core.proto.GetRequest;
 import io.leasehold.core.proto.GetResponse;
+import io.leasehold.core.proto.GrantRequest;
+import io.leasehold.core.proto.GrantResponse;
 import io.leasehold.core.proto.KeyValue;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.server.Limits;
 import io.leasehold.server.state.Command;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -26,15 +29,71 @@ class PagedGetTest {
   private long index;
 
   private void put(String key, int valueBytes) {
+    put(key, valueBytes, 0);
+  }
+
+  private void put(String key, int valueBytes, long session) {
     Command c =
         Command.newBuilder()
             .setPut(
                 PutRequest.newBuilder()
                     .setCall(CallId.newBuilder().setClientIdHigh(1).setClientIdLow(2).setCallId(index + 1))
                     .setKey(key)
+                    .setSessionId(session)
                     .setValue(ByteString.copyFrom(new byte[valueBytes])))
             .build();
     state.apply(++index, 1, c);
+  }
+
+  private long grant() throws IOException {
+    Command c =
+        Command.newBuilder()
+            .setGrant(
+                GrantRequest.newBuilder()
+                    .setCall(CallId.newBuilder().setClientIdHigh(1).setClientIdLow(2).setCallId(index + 1))
+                    .setOwner("o")
+                    .setTtlMillis(60_000))
+            .build();
+    return GrantResponse.parseFrom(state.apply(++index, 1, c).reply().getOk()).getSessionId();
+  }
+
+  private GetResponse pageOf(List<Long> sessions, String prefix, int limit, String after) {
+    return state.get(
+        GetRequest.newBuilder().setKey(prefix).setPrefix(true).setLimit(limit).setStartAfter(after).addAllSessionIds(sessions).build());
+  }
+
+  /**
+   * A read naming sessions answers only their keys, merged in key order from each session's own
+   * keys, paged like any other; unknown and repeated ids change nothing.
+   */
+  @Test
+  void aReadNamingSessionsAnswersOnlyTheirKeysInPages() throws IOException {
+    long a = grant();
+    long b = grant();
+    long other = grant();
+    for (int i = 0; i < 12; i++) {
+      put(String.format("p/%02d", i), 10, i % 3 == 0 ? a : i % 3 == 1 ? b : other);
+    }
+    put("p/none", 10);
+    put("o/a-outside", 10, a);
+    put("q/a-outside", 10, a);
+
+    List<Long> ours = List.of(b, a, a, 987_654L);
+    List<String> all = new ArrayList<>();
+    GetResponse next = pageOf(ours, "p/", 3, "");
+    all.addAll(keys(next));
+    assertThat(keys(next)).containsExactly("p/00", "p/01", "p/03");
+    while (next.getMore()) {
+      next = pageOf(ours, "p/", 3, next.getNextStartAfter());
+      all.addAll(keys(next));
+    }
+    assertThat(all).containsExactly("p/00", "p/01", "p/03", "p/04", "p/06", "p/07", "p/09", "p/10");
+    assertThat(keys(pageOf(List.of(987_654L), "p/", 10, ""))).as("an unknown session has no keys").isEmpty();
+    assertThat(keys(pageOf(List.of(other), "p/", 10, "p/05"))).containsExactly("p/08", "p/11");
+
+    GetRequest one = GetRequest.newBuilder().setKey("p/02").addSessionIds(a).build();
+    assertThat(keys(state.get(one))).as("one key, on another session").isEmpty();
+    assertThat(keys(state.get(one.toBuilder().addSessionIds(other).build()))).containsExactly("p/02");
   }
 
   private GetResponse page(String prefix, int limit, String after) {
