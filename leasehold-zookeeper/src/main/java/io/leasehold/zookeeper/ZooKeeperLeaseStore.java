@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
@@ -73,7 +74,10 @@ import org.slf4j.LoggerFactory;
  * watch on it) end the tenure at once. A renewal is confirmed only while that watch is armed:
  * ZooKeeper delivers a watch event before the reply to any read the server answers after the
  * change, so a probe answered with the watch still armed proves the node was there when the probe
- * was read; a watch that fired (or was never set) is re-armed by a read of the node first.
+ * was read; a watch that fired (or was never set) is re-armed by a read of the node first. A
+ * shared probe may have been answered before a change whose event is still on its way, though, so
+ * {@code acquire()} while holding ({@link #confirm}) does not lean on the watch: it waits for a
+ * probe sent after the call and then reads the holder node itself.
  *
  * <p><b>Deleted holder nodes.</b> The lease node records the tenure (holder, session, TTL) until a
  * release rewrites it. When the holder node goes without a release — its session ended, or someone
@@ -110,6 +114,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   /** Lease names whose holder node a contender found deleted under a live session, and since when. */
   private final Map<String, Orphan> orphans = new ConcurrentHashMap<>();
   private final AtomicReference<Probe> lastProbe = new AtomicReference<>();
+  /** Where watch events on holder nodes are handled: at once, unless a test holds them back. */
+  private volatile Executor holderEvents = Runnable::run;
   /** Making (or made) the session node of the current session. */
   private final AtomicReference<SessionNodeTask> sessionNodeTask = new AtomicReference<>();
   private final Object lock = new Object();
@@ -219,6 +225,7 @@ final class ZooKeeperLeaseStore implements LeaseStore {
    */
   private boolean lose(Held h, LeaseLost reason) {
     if (held.remove(h.token, h) && !h.releasing) {
+      h.loss = reason;
       log.info("Lease '{}' (token {}) of {} is gone: {}", h.leaseName, h.token, h.holder, reason);
       Optional<ManagedLease> lease = leases.find(h.holder);
       lease.ifPresent(ManagedLease::checkAlive);
@@ -722,17 +729,31 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   // ---------------------------------------------------------------------------------------------
   // Watching a held node.
 
+  /**
+   * Hands every watch event on a holder node to {@code events} instead of handling it on
+   * ZooKeeper's event thread at once. For tests only: holding the events back stands for an
+   * event still on its way (a slow network, a busy event thread), which ZooKeeper does not let a
+   * test arrange on a real server.
+   *
+   * @param events runs the handling of each event
+   */
+  void handleHolderEventsOn(Executor events) {
+    holderEvents = events;
+  }
+
   /** Watches the holder node; a deletion or replacement by anyone but this store is a loss. */
   private void watch(ZooKeeper zk, Held h) {
     h.watcher = new Watcher() {
       @Override
       public void process(WatchedEvent event) {
-        if (event.getType() != Watcher.Event.EventType.None && held.get(h.token) == h) {
-          // Until a read of the node says otherwise, no renewal is confirmed: this event comes
-          // before the reply to any probe read after the change.
-          h.armed = false;
-          check(zk, h);
-        }
+        holderEvents.execute(() -> {
+          if (event.getType() != Watcher.Event.EventType.None && held.get(h.token) == h) {
+            // Until a read of the node says otherwise, no renewal is confirmed: this event comes
+            // before the reply to any probe read after the change.
+            h.armed = false;
+            check(zk, h);
+          }
+        });
       }
     };
     check(zk, h);
@@ -741,10 +762,13 @@ final class ZooKeeperLeaseStore implements LeaseStore {
   /**
    * Reads the holder node and sets the watch again. Completes once the answer is handled: the
    * watch is armed if the node still is this tenure's; a deleted or replaced node is a loss.
+   * Completes {@code true} if this read found the node this tenure's, {@code false} otherwise
+   * (lost, or not read).
    */
-  private CompletableFuture<Void> check(ZooKeeper zk, Held h) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
+  private CompletableFuture<Boolean> check(ZooKeeper zk, Held h) {
+    CompletableFuture<Boolean> done = new CompletableFuture<>();
     zk.getData(ZNodes.holderNode(h.leaseName), h.watcher, (rc, path, ctx, data, stat) -> {
+      boolean ours = false;
       try {
         if (rc == Code.NONODE.intValue()) {
           if (lose(h, new LeaseLost(LeaseLost.Kind.REVOKED,
@@ -759,11 +783,12 @@ final class ZooKeeperLeaseStore implements LeaseStore {
                   + " of " + other));
         } else if (rc == Code.OK.intValue()) {
           h.armed = true;
+          ours = true;
         }
         // Other errors: the connection is down; Curator's state events and the deadline decide,
         // and the next renewal arms the watch again.
       } finally {
-        done.complete(null);
+        done.complete(ours);
       }
     }, null);
     return done;
@@ -785,6 +810,21 @@ final class ZooKeeperLeaseStore implements LeaseStore {
 
   @Override
   public CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos) {
+    return renew(tenure, sentAtNanos, false);
+  }
+
+  /**
+   * As {@link #renew}, but from a probe sent after this call and then a read of the holder node
+   * itself. A renewal may be answered by a probe sent before the call, with the watch still armed
+   * only because the event of a later delete or takeover has not reached this client yet; the
+   * node read after a sync of this call's own is the store as of a moment after the call.
+   */
+  @Override
+  public CompletableFuture<RenewResult> confirm(Tenure tenure, long sentAtNanos) {
+    return renew(tenure, sentAtNanos, true);
+  }
+
+  private CompletableFuture<RenewResult> renew(Tenure tenure, long sentAtNanos, boolean confirm) {
     Held h = held.get(tenure.token());
     if (h == null || !h.holder.equals(tenure.holder())) {
       return lost(LeaseLost.Kind.REVOKED, "the holder node of tenure " + tenure.token()
@@ -812,25 +852,41 @@ final class ZooKeeperLeaseStore implements LeaseStore {
     } catch (LeaseException e) {
       return CompletableFuture.failedFuture(e);
     }
+    if (confirm) {
+      // A probe sent no earlier than this call (its sync orders the read after it), then the
+      // node itself: a deleted or replaced one is the loss it is, whatever the watch said so far.
+      return probe(zk, sentAtNanos, 0).thenCompose(probeSent -> check(zk, h)
+          .thenCompose(ours -> answer(tenure, h, probeSent, ours)));
+    }
     long reuse = tenure.ttl().toNanos() / PROBE_REUSE_DIVISOR;
-    CompletableFuture<Void> armed = h.armed ? CompletableFuture.completedFuture(null) : check(zk, h);
+    CompletableFuture<Boolean> armed =
+        h.armed ? CompletableFuture.completedFuture(true) : check(zk, h);
+    // A deletion before the probe was answered has been seen by then: ZooKeeper delivers a watch
+    // event before the answers to requests read after the change.
     return armed
         .thenCompose(ignored -> probe(zk, sentAtNanos, reuse))
-        .thenCompose(probeSent -> {
-          if (held.get(tenure.token()) != h) {
-            return lost(LeaseLost.Kind.REVOKED,
-                "the holder node of tenure " + tenure.token() + " is gone");
-          }
-          if (!h.armed) {
-            // The node changed (or its watch could not be set): its next read decides.
-            return CompletableFuture.failedFuture(new LeaseStoreUnavailableException(
-                "the holder node of lease '" + tenure.leaseName() + "' changed or is not watched;"
-                    + " reading it again", null));
-          }
-          // A deletion before the probe was answered has been seen by now: ZooKeeper delivers a
-          // watch event before the answers to requests read after the change.
-          return CompletableFuture.completedFuture(new RenewResult.Renewed(probeSent));
-        });
+        .thenCompose(probeSent -> answer(tenure, h, probeSent, h.armed));
+  }
+
+  /**
+   * The answer to a renewal whose probe was sent at {@code probeSent}.
+   *
+   * @param seen whether the holder node is known to be this tenure's as of the probe's answer
+   */
+  private CompletableFuture<RenewResult> answer(Tenure tenure, Held h, long probeSent, boolean seen) {
+    if (held.get(tenure.token()) != h) {
+      LeaseLost loss = h.loss;
+      return loss != null
+          ? CompletableFuture.completedFuture(new RenewResult.Lost(loss))
+          : lost(LeaseLost.Kind.REVOKED, "the holder node of tenure " + tenure.token() + " is gone");
+    }
+    if (!seen) {
+      // The node changed, or its watch or read did not get through: its next read decides.
+      return CompletableFuture.failedFuture(new LeaseStoreUnavailableException(
+          "the holder node of lease '" + tenure.leaseName() + "' changed or is not watched;"
+              + " reading it again", null));
+    }
+    return CompletableFuture.completedFuture(new RenewResult.Renewed(probeSent));
   }
 
   /**
@@ -1123,6 +1179,8 @@ final class ZooKeeperLeaseStore implements LeaseStore {
      * has arrived since. Only then is a renewal confirmed.
      */
     volatile boolean armed;
+    /** Why the store reported this tenure lost, once it did: a renewal answered later says so. */
+    volatile LeaseLost loss;
 
     Held(String leaseName, HolderId holder, long token, long session, long ttlNanos, long touched,
         int generation) {
