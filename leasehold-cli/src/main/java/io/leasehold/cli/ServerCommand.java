@@ -272,6 +272,24 @@ final class ServerCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   private int maxInFlightPerConnection;
 
+  @Option(
+      names = "--max-connection-age",
+      paramLabel = "DURATION",
+      defaultValue = "30m",
+      description = "How long a client connection may live before the node asks the client to reconnect"
+          + " (±10 % jitter; calls still open end 10s later; clients reconnect on their own): how long a"
+          + " connection keeps a CA removed from --tls-ca or a revoked watch right; 1s to 30d"
+          + " (default: ${DEFAULT-VALUE}).")
+  private Duration maxConnectionAge;
+
+  @Option(
+      names = "--handshake-timeout",
+      paramLabel = "DURATION",
+      defaultValue = "10s",
+      description = "How long a new client connection may take to finish its TLS or HTTP/2 handshake before"
+          + " it is closed; 1s to 2m (default: ${DEFAULT-VALUE}).")
+  private Duration handshakeTimeout;
+
   /**
    * {@return the node's configuration}
    *
@@ -342,7 +360,9 @@ final class ServerCommand implements Callable<Integer> {
                   maxWatchersPerConnection,
                   maxWatchBacklog,
                   maxInFlightPerConnection,
-                  watchHistoryBytes));
+                  watchHistoryBytes,
+                  maxConnectionAge,
+                  handshakeTimeout));
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }

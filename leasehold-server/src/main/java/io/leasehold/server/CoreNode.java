@@ -144,6 +144,8 @@ public final class CoreNode implements AutoCloseable {
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
   private Server grpcServer;
+  /** The client edge's limit checks (and connection counts); null until the edge is up. */
+  private volatile LimitChecks limitChecks;
 
   private CoreNode(NodeConfig config, PeerSettings peerSettings, NodeTls tls) {
     this.config = config;
@@ -306,6 +308,7 @@ public final class CoreNode implements AutoCloseable {
                 ? () -> "this node was bootstrapped with --root-identity and has not applied it yet"
                 : joined && tls != null ? peerSettings::accessControlUnknownOrOn : () -> null);
     LimitChecks limits = new LimitChecks(config.limits(), stateMachine.state());
+    limitChecks = limits;
     ClientService clientService =
         new ClientService(
             gateway,
@@ -330,6 +333,13 @@ public final class CoreNode implements AutoCloseable {
             .permitKeepAliveWithoutCalls(true)
             // Stated, not left to gRPC's default: the largest legal request fits (Limits).
             .maxInboundMessageSize(Limits.MAX_REQUEST_BYTES)
+            // A connection keeps what it was given when it was made (its certificate's trust, a
+            // watch's right) for as long as it lives: bounded, so a removed CA or a revoked right
+            // takes effect on every connection within the age. Clients reconnect on their own.
+            .maxConnectionAge(config.limits().maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
+            .maxConnectionAgeGrace(Limits.CONNECTION_AGE_GRACE_SECONDS, TimeUnit.SECONDS)
+            // Half-made connections (a TLS handshake never finished) are closed, not kept.
+            .handshakeTimeout(config.limits().handshakeTimeout().toMillis(), TimeUnit.MILLISECONDS)
             .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
@@ -644,7 +654,9 @@ public final class CoreNode implements AutoCloseable {
         counters.keepAlives.sum(),
         state.leaseExpiries(),
         counters.writes.sum(),
-        counters.writeNanos.sum());
+        counters.writeNanos.sum(),
+        limitChecks == null ? 0 : limitChecks.connectionsOpen(),
+        limitChecks == null ? 0 : limitChecks.connectionsAccepted());
   }
 
   /**

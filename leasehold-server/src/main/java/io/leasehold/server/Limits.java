@@ -1,6 +1,7 @@
 package io.leasehold.server;
 
 import io.leasehold.server.edge.LimitChecks;
+import java.time.Duration;
 
 /**
  * Limits that keep one client from exhausting a node: each is checked where a request arrives
@@ -29,6 +30,16 @@ import io.leasehold.server.edge.LimitChecks;
  *     #MOST_WATCH_HISTORY_BYTES} ({@code --watch-history-bytes}); also at most {@value
  *     #WATCH_HISTORY_EVENTS} events. Oldest events go first; a watcher resuming from before what
  *     is kept is told to re-read
+ * @param maxConnectionAge how long a client connection may live: then the node asks the client to
+ *     reconnect (HTTP/2 GOAWAY, ±10 % jitter) and ends what still runs on it {@value
+ *     #CONNECTION_AGE_GRACE_SECONDS} s later; {@link #LEAST_CONNECTION_AGE} to {@link
+ *     #MOST_CONNECTION_AGE} ({@code --max-connection-age}). It bounds how long a connection keeps
+ *     what it was given when it was made: a certificate whose CA was removed from the trust file,
+ *     a watch whose right was revoked
+ * @param handshakeTimeout how long a new client connection may take to finish its TLS (or
+ *     plaintext HTTP/2) handshake before it is closed, {@link #LEAST_HANDSHAKE_TIMEOUT} to {@link
+ *     #MOST_HANDSHAKE_TIMEOUT} ({@code --handshake-timeout}): connections held open half-made cannot
+ *     pile up
  */
 public record Limits(
     int maxKeysPerSession,
@@ -37,7 +48,30 @@ public record Limits(
     int maxWatchersPerConnection,
     int maxWatchBacklog,
     int maxInFlightPerConnection,
-    long watchHistoryBytes) {
+    long watchHistoryBytes,
+    Duration maxConnectionAge,
+    Duration handshakeTimeout) {
+
+  /** Default {@code --max-connection-age}. */
+  public static final Duration DEFAULT_MAX_CONNECTION_AGE = Duration.ofMinutes(30);
+
+  /** Shortest {@code --max-connection-age}. */
+  public static final Duration LEAST_CONNECTION_AGE = Duration.ofSeconds(1);
+
+  /** Longest {@code --max-connection-age}. */
+  public static final Duration MOST_CONNECTION_AGE = Duration.ofDays(30);
+
+  /** Seconds the calls still open on an aged connection may go on before they are ended. */
+  public static final int CONNECTION_AGE_GRACE_SECONDS = 10;
+
+  /** Default {@code --handshake-timeout} (gRPC's own is 120 s). */
+  public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+
+  /** Shortest {@code --handshake-timeout}. */
+  public static final Duration LEAST_HANDSHAKE_TIMEOUT = Duration.ofSeconds(1);
+
+  /** Longest {@code --handshake-timeout}. */
+  public static final Duration MOST_HANDSHAKE_TIMEOUT = Duration.ofSeconds(120);
 
   /** Default keys per session: as many as {@code bench hold --leases} puts in one client's session. */
   public static final int DEFAULT_KEYS_PER_SESSION = 1_000_000;
@@ -136,7 +170,9 @@ public record Limits(
           DEFAULT_WATCHERS_PER_CONNECTION,
           DEFAULT_WATCH_BACKLOG,
           DEFAULT_IN_FLIGHT_PER_CONNECTION,
-          DEFAULT_WATCH_HISTORY_BYTES);
+          DEFAULT_WATCH_HISTORY_BYTES,
+          DEFAULT_MAX_CONNECTION_AGE,
+          DEFAULT_HANDSHAKE_TIMEOUT);
 
   /**
    * Checks every value against its range.
@@ -151,6 +187,40 @@ public record Limits(
     check("--max-watch-backlog", maxWatchBacklog, 1, MOST_WATCH_BACKLOG);
     check("--max-in-flight-per-connection", maxInFlightPerConnection, LEAST_IN_FLIGHT, MOST_PER_CONNECTION);
     check("--watch-history-bytes", watchHistoryBytes, LEAST_WATCH_HISTORY_BYTES, MOST_WATCH_HISTORY_BYTES);
+    check("--max-connection-age", maxConnectionAge, LEAST_CONNECTION_AGE, MOST_CONNECTION_AGE);
+    check("--handshake-timeout", handshakeTimeout, LEAST_HANDSHAKE_TIMEOUT, MOST_HANDSHAKE_TIMEOUT);
+  }
+
+  /**
+   * The limits with the default connection age and handshake timeout (the form before they were
+   * settings).
+   *
+   * @param maxKeysPerSession keys attached to one session
+   * @param maxKeyBytes bytes of a key
+   * @param maxValueBytes bytes of a value
+   * @param maxWatchersPerConnection watches open at once on one connection
+   * @param maxWatchBacklog events a slow watcher may fall behind
+   * @param maxInFlightPerConnection calls other than watches open at once on one connection
+   * @param watchHistoryBytes bytes of watch history kept
+   */
+  public Limits(
+      int maxKeysPerSession,
+      int maxKeyBytes,
+      int maxValueBytes,
+      int maxWatchersPerConnection,
+      int maxWatchBacklog,
+      int maxInFlightPerConnection,
+      long watchHistoryBytes) {
+    this(
+        maxKeysPerSession,
+        maxKeyBytes,
+        maxValueBytes,
+        maxWatchersPerConnection,
+        maxWatchBacklog,
+        maxInFlightPerConnection,
+        watchHistoryBytes,
+        DEFAULT_MAX_CONNECTION_AGE,
+        DEFAULT_HANDSHAKE_TIMEOUT);
   }
 
   /**
@@ -177,7 +247,9 @@ public record Limits(
         maxWatchersPerConnection,
         maxWatchBacklog,
         maxInFlightPerConnection,
-        DEFAULT_WATCH_HISTORY_BYTES);
+        DEFAULT_WATCH_HISTORY_BYTES,
+        DEFAULT_MAX_CONNECTION_AGE,
+        DEFAULT_HANDSHAKE_TIMEOUT);
   }
 
   private static void check(String flag, long value, long least, long most) {
@@ -186,21 +258,51 @@ public record Limits(
     }
   }
 
+  private static void check(String flag, Duration value, Duration least, Duration most) {
+    if (value == null || value.compareTo(least) < 0 || value.compareTo(most) > 0) {
+      throw new IllegalArgumentException(
+          flag + " must be " + seconds(least) + " to " + seconds(most) + "; was " + (value == null ? "none" : seconds(value)));
+    }
+  }
+
+  /** A duration as a flag takes it, in its largest whole unit: {@code 30d}, {@code 2m}, {@code 500ms}. */
+  private static String seconds(Duration d) {
+    long ms = d.toMillis();
+    long[] sizes = {86_400_000L, 3_600_000L, 60_000L, 1_000L};
+    String[] units = {"d", "h", "m", "s"};
+    for (int i = 0; i < sizes.length; i++) {
+      if (ms != 0 && ms % sizes[i] == 0) {
+        return ms / sizes[i] + units[i];
+      }
+    }
+    return ms + "ms";
+  }
+
   /** {@return a copy with another keys-per-session limit} */
   public Limits withMaxKeysPerSession(int n) {
     return new Limits(
-        n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes);
+        n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
+        maxConnectionAge, handshakeTimeout);
   }
 
   /** {@return a copy with another watchers-per-connection limit} */
   public Limits withMaxWatchersPerConnection(int n) {
     return new Limits(
-        maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes);
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
+        maxConnectionAge, handshakeTimeout);
   }
 
   /** {@return a copy with another bound on the watch history's bytes} */
   public Limits withWatchHistoryBytes(long n) {
     return new Limits(
-        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, n);
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, n,
+        maxConnectionAge, handshakeTimeout);
+  }
+
+  /** {@return a copy with another connection age and handshake timeout} */
+  public Limits withConnections(Duration age, Duration handshake) {
+    return new Limits(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
+        watchHistoryBytes, age, handshake);
   }
 }

@@ -26,6 +26,8 @@ import java.util.List;
  * @param leaseExpiries lease tenures this replica saw end with their session's expiry
  * @param writes client writes this node completed (either way) since it started
  * @param writeNanos their summed latency, from receipt to the answer
+ * @param clientConnections client connections open now
+ * @param clientConnectionsTotal client connections accepted since the node started
  */
 public record NodeSnapshot(
     String id,
@@ -46,7 +48,9 @@ public record NodeSnapshot(
     long keepAlives,
     long leaseExpiries,
     long writes,
-    long writeNanos) {
+    long writeNanos,
+    long clientConnections,
+    long clientConnectionsTotal) {
 
   /** How far this node's applied state is behind the highest commit index it knows of. */
   public long applyLag() {

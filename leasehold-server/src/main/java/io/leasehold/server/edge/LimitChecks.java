@@ -20,6 +20,7 @@ import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.WatchRequest;
 import io.leasehold.server.state.Command;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The checks of {@link Limits} where requests arrive: one call per RPC in {@link ClientService}
@@ -175,14 +176,37 @@ public final class LimitChecks {
     return bytes;
   }
 
-  /** {@return a filter that gives each new client connection its counters} */
+  /** Client connections open now, and accepted since the node started (each counted once ready). */
+  private final AtomicLong connectionsOpen = new AtomicLong();
+  private final AtomicLong connectionsAccepted = new AtomicLong();
+
+  /** {@return a filter that gives each new client connection its counters, and counts connections} */
   public ServerTransportFilter transportFilter() {
     return new ServerTransportFilter() {
       @Override
       public Attributes transportReady(Attributes transportAttrs) {
+        connectionsAccepted.incrementAndGet();
+        connectionsOpen.incrementAndGet();
         return transportAttrs.toBuilder().set(CONNECTION, new Connection()).build();
       }
+
+      @Override
+      public void transportTerminated(Attributes transportAttrs) {
+        if (transportAttrs != null && transportAttrs.get(CONNECTION) != null) {
+          connectionsOpen.decrementAndGet(); // only one that was ready was counted
+        }
+      }
     };
+  }
+
+  /** {@return the client connections open now} */
+  public long connectionsOpen() {
+    return connectionsOpen.get();
+  }
+
+  /** {@return the client connections accepted (handshake done) since the node started} */
+  public long connectionsAccepted() {
+    return connectionsAccepted.get();
   }
 
   /**

@@ -52,6 +52,10 @@ public final class PrometheusText {
     gauge(out, nodes, "leasehold_revision", "The replica's revision.", NodeSnapshot::revision);
     counter(out, nodes, "leasehold_lease_expiries_total", "Lease tenures the replica saw end with their session's expiry.", NodeSnapshot::leaseExpiries);
     counter(out, nodes, "leasehold_keepalives_total", "Keep-alive messages the node answered.", NodeSnapshot::keepAlives);
+    gauge(out, nodes, "leasehold_client_connections", "Client connections open on the node.", NodeSnapshot::clientConnections);
+    counter(out, nodes, "leasehold_client_connections_total",
+        "Client connections the node accepted since it started (aged connections come back as new ones).",
+        NodeSnapshot::clientConnectionsTotal);
     out.append("# HELP leasehold_write_seconds Client writes the node took, from receipt to answer (either way).\n");
     out.append("# TYPE leasehold_write_seconds summary\n");
     for (NodeSnapshot n : nodes) {

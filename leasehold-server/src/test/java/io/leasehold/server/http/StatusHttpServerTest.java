@@ -121,7 +121,8 @@ class StatusHttpServerTest {
     assertThat(scrape).containsKeys(
         "leasehold_raft_commit_index", "leasehold_raft_apply_lag", "leasehold_raft_peer_commit_lag",
         "leasehold_leaderships_total", "leasehold_sessions", "leasehold_keys", "leasehold_leases_held",
-        "leasehold_lease_expiries_total", "leasehold_keepalives_total", "leasehold_write_seconds");
+        "leasehold_lease_expiries_total", "leasehold_keepalives_total", "leasehold_client_connections", "leasehold_client_connections_total",
+        "leasehold_write_seconds");
     assertThat(scrape.get("leasehold_raft_peer_commit_lag")).hasSize(3);
 
     // All three nodes in one scrape (as dev serves them): one family each, one sample per node.
