@@ -261,8 +261,16 @@ final class MembersCommand implements Callable<Integer> {
       List<GroupMember> all = Membership.list(store, group, Membership.MAX_MAX_MEMBERS)
           .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       return all.stream().map(GroupMember::slot).filter(s -> s >= maxMembers).max(Integer::compare);
-    } catch (IllegalArgumentException | ExecutionException | TimeoutException | CompletionException e) {
-      return java.util.Optional.empty(); // a long group name has no slot 1023; a slow store: no check
+    } catch (IllegalArgumentException e) {
+      return java.util.Optional.empty(); // a long group name has no slot 1023: nothing to check
+    } catch (ExecutionException | TimeoutException | CompletionException e) {
+      // Said, not swallowed: "no members" may then be a --max-members smaller than the group's.
+      Throwable why = e instanceof TimeoutException ? e : e.getCause() == null ? e : e.getCause();
+      spec.commandLine().getErr().println(
+          "leasehold members: could not check whether slots beyond --max-members " + maxMembers + " are held ("
+              + (e instanceof TimeoutException ? "no answer within --timeout " + Durations.format(timeout) : why.getMessage())
+              + ")");
+      return java.util.Optional.empty();
     }
   }
 

@@ -90,9 +90,9 @@ public final class Membership {
   }
 
   /**
-   * Reads every slot of {@code group} once (one {@link LeaseBackend#read} each, all at once): the
-   * members now, by slot. A member still writing its data when read is listed with what it has
-   * written so far.
+   * Reads every slot of {@code group} once (one {@link LeaseBackend#read} each, at most {@value
+   * #READS_AT_ONCE} at a time): the members now, by slot. A member still writing its data when
+   * read is listed with what it has written so far.
    *
    * @param backend where the group's slots are leases
    * @param group the group name
@@ -106,7 +106,14 @@ public final class Membership {
     checkGroup(group, maxMembers);
     List<CompletableFuture<LeaseState>> reads = new ArrayList<>(maxMembers);
     for (int slot = 0; slot < maxMembers; slot++) {
-      reads.add(backend.read(slotName(group, slot)));
+      reads.add(new CompletableFuture<>());
+    }
+    // A few at a time, not all 1024 at once: a store may bound the calls one connection has in
+    // flight (the core's --max-in-flight-per-connection, 1000 by default), and refused a list of a
+    // wide group on a busy connection.
+    java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+    for (int i = 0; i < Math.min(READS_AT_ONCE, maxMembers); i++) {
+      readNext(backend, group, reads, next, false); // a backend that cannot read throws here
     }
     return CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new))
         .thenApply(
@@ -120,6 +127,37 @@ public final class Membership {
               }
               return List.copyOf(members);
             });
+  }
+
+  /** Slot reads {@link #list} has in flight at once. */
+  static final int READS_AT_ONCE = 64;
+
+  /** Reads the next slot not yet read into its place in {@code reads}; when done, the one after. */
+  private static void readNext(
+      LeaseBackend backend, String group, List<CompletableFuture<LeaseState>> reads,
+      java.util.concurrent.atomic.AtomicInteger next, boolean inCallback) {
+    int slot = next.getAndIncrement();
+    if (slot >= reads.size()) {
+      return;
+    }
+    CompletableFuture<LeaseState> read;
+    try {
+      read = backend.read(slotName(group, slot));
+    } catch (RuntimeException e) {
+      if (!inCallback) {
+        throw e;
+      }
+      read = CompletableFuture.failedFuture(e); // its place fails, so the list does
+    }
+    read.whenComplete(
+        (state, error) -> {
+          if (error != null) {
+            reads.get(slot).completeExceptionally(error);
+          } else {
+            reads.get(slot).complete(state);
+          }
+          readNext(backend, group, reads, next, true);
+        });
   }
 
   /**

@@ -307,8 +307,50 @@ class MembershipTest {
     assertThat(view.members()).hasSize(1);
   }
 
+  /**
+   * A list of a 1024-slot group read every slot at once, and the core refuses calls past
+   * --max-in-flight-per-connection (1000 by default): on a busy connection the list failed, and
+   * {@code leasehold members} said a group with a member in slot 40 had none. It now keeps a few
+   * reads in flight at a time, and still reads every slot.
+   */
+  @Test
+  void aListOfAWideGroupKeepsOnlyAFewReadsInFlight() throws Exception {
+    java.util.concurrent.BlockingQueue<Map.Entry<String, CompletableFuture<LeaseState>>> pending =
+        new java.util.concurrent.LinkedBlockingQueue<>();
+    io.leasehold.LeaseBackend slow = new NoAttachBackend(process()) {
+      @Override
+      public CompletableFuture<LeaseState> read(String name) {
+        CompletableFuture<LeaseState> answer = new CompletableFuture<>();
+        pending.add(Map.entry(name, answer));
+        return answer;
+      }
+    };
+    CompletableFuture<List<GroupMember>> list = Membership.list(slow, "wide", Membership.MAX_MAX_MEMBERS);
+    int mostAtOnce = 0;
+    int answered = 0;
+    while (answered < Membership.MAX_MAX_MEMBERS) {
+      mostAtOnce = Math.max(mostAtOnce, pending.size());
+      Map.Entry<String, CompletableFuture<LeaseState>> read = pending.poll(30, TimeUnit.SECONDS);
+      assertThat(read).as("read " + answered + " asked for").isNotNull();
+      boolean held = read.getKey().equals(Membership.slotName("wide", 40));
+      read.getValue().complete(new LeaseState(read.getKey(),
+          held ? java.util.Optional.of(new io.leasehold.LeaseHolding("node-9#1", 7, java.util.Optional.empty()))
+              : java.util.Optional.empty(),
+          Map.of()));
+      answered++;
+    }
+    assertThat(mostAtOnce).as("reads in flight at once").isPositive().isLessThanOrEqualTo(Membership.READS_AT_ONCE);
+    assertThat(list.get(30, TimeUnit.SECONDS)).extracting(GroupMember::slot).containsExactly(40);
+  }
+
   /** Delegates to a memory backend, but its leases cannot attach keys (the interface's default). */
-  private record NoAttachBackend(MemoryBackend inner) implements io.leasehold.LeaseBackend {
+  private static class NoAttachBackend implements io.leasehold.LeaseBackend {
+    private final MemoryBackend inner;
+
+    NoAttachBackend(MemoryBackend inner) {
+      this.inner = inner;
+    }
+
     @Override
     public io.leasehold.Lease newLease(io.leasehold.LeaseSettings settings) {
       io.leasehold.Lease l = inner.newLease(settings);
