@@ -601,9 +601,21 @@ public final class CoreNode implements AutoCloseable {
 
   /**
    * {@return what this node knows of itself and its cluster now, from its own replica and Raft
-   * division (never through the leader), for the operator's endpoints}
+   * division (never through the leader), without the held leases listed (counted only): what
+   * {@code /metrics} and {@code /readyz} need, at a cost that does not grow with the leases}
    */
   public NodeSnapshot snapshot() {
+    return snapshot(0);
+  }
+
+  /**
+   * {@return what this node knows of itself and its cluster now, with at most {@code leasesListed}
+   * held leases listed (in name order; {@link NodeSnapshot#leasesHeld} counts them all)}: the
+   * list is copied under the state's lock, so it is bounded
+   *
+   * @param leasesListed how many held leases to list, 0 or more
+   */
+  public NodeSnapshot snapshot(int leasesListed) {
     String role = "UNKNOWN";
     long term = 0;
     String leaderId = "";
@@ -634,7 +646,8 @@ public final class CoreNode implements AutoCloseable {
     CoreState state = stateMachine.state();
     io.leasehold.server.state.Counts counts = state.counts();
     boolean leads = ready;
-    List<NodeSnapshot.HeldLease> leases = state.heldLeaseList(id -> leads ? keeper.remainingMillis(id) : -1);
+    List<NodeSnapshot.HeldLease> leases =
+        leasesListed == 0 ? List.of() : state.heldLeaseList(leasesListed, id -> leads ? keeper.remainingMillis(id) : -1);
     return new NodeSnapshot(
         config.self(),
         config.selfPeer().clientEndpoint(),

@@ -50,6 +50,35 @@ public final class StatusHttpServer implements AutoCloseable {
    */
   public static final long MAX_READY_LAG = 100;
 
+  /**
+   * Held leases {@code /status.json} lists (the first, in name order; {@code leasesHeld} counts
+   * all): the list is copied under the state's lock and sent whole, so it is bounded.
+   */
+  static final int STATUS_LEASES = 1000;
+
+  /** Threads answering requests: a request is read on one, so a few slow clients hold a few. */
+  static final int THREADS = 4;
+
+  /** Seconds a client may take to send its request, and to read the answer, before it is cut off. */
+  static final int CLIENT_SECONDS = 5;
+
+  /**
+   * Bounds how long one client may hold a thread. The JDK's HTTP server reads a request on the
+   * thread that answers it and waits for a slow client without a limit unless these are set, so
+   * four clients that never finish their request hung {@code /healthz} (a liveness probe) for
+   * good. They are JVM-wide settings read once, when the first JDK HTTP server of the process is
+   * made (set here unless the process already sets them with {@code -D}); a program that made one
+   * before it started a node keeps what it had.
+   */
+  private static void boundClients() {
+    String seconds = Integer.toString(CLIENT_SECONDS);
+    for (String property : List.of("sun.net.httpserver.maxReqTime", "sun.net.httpserver.maxRspTime")) {
+      if (System.getProperty(property) == null) {
+        System.setProperty(property, seconds);
+      }
+    }
+  }
+
   private final HttpServer server;
   private final ExecutorService executor;
   private final Supplier<List<CoreNode>> nodes;
@@ -71,6 +100,7 @@ public final class StatusHttpServer implements AutoCloseable {
    * @throws UncheckedIOException if the address cannot be bound
    */
   public static StatusHttpServer start(InetSocketAddress address, Supplier<List<CoreNode>> nodes) {
+    boundClients();
     HttpServer server;
     try {
       server = HttpServer.create(address, 16);
@@ -79,7 +109,7 @@ public final class StatusHttpServer implements AutoCloseable {
     }
     ExecutorService executor =
         Executors.newFixedThreadPool(
-            2,
+            THREADS,
             r -> {
               Thread t = new Thread(r, "leasehold-http");
               t.setDaemon(true);
@@ -114,7 +144,7 @@ public final class StatusHttpServer implements AutoCloseable {
         case "/metrics" -> send(exchange, 200, PrometheusText.CONTENT_TYPE, PrometheusText.render(snapshots()));
         case "/status.json" -> {
           List<CoreNode> running = nodes.get();
-          List<NodeSnapshot> snaps = running.stream().map(CoreNode::snapshot).toList();
+          List<NodeSnapshot> snaps = running.stream().map(n -> n.snapshot(STATUS_LEASES)).toList();
           List<TenureChange> events = new ArrayList<>();
           running.forEach(n -> events.addAll(n.recentTenureChanges(50)));
           send(exchange, 200, "application/json", StatusJson.render(snaps, mergeEvents(events), notReady(snaps)));

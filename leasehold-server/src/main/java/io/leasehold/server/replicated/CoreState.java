@@ -996,11 +996,14 @@ public final class CoreState {
     return leaseExpiries;
   }
 
-  /** {@return the held named leases with their session's TTL, for the status page} */
-  public synchronized List<NodeSnapshot.HeldLease> heldLeaseList(java.util.function.LongUnaryOperator remainingMillis) {
+  /**
+   * {@return the first {@code max} held named leases (in name order) with their session's TTL, for
+   * the status page: at most that many copied under the lock, however many are held}
+   */
+  public synchronized List<NodeSnapshot.HeldLease> heldLeaseList(int max, java.util.function.LongUnaryOperator remainingMillis) {
     List<NodeSnapshot.HeldLease> held = new ArrayList<>();
     for (KeyValue kv : keys.tailMap(LEASE_PREFIX, true).values()) {
-      if (!kv.getKey().startsWith(LEASE_PREFIX)) {
+      if (!kv.getKey().startsWith(LEASE_PREFIX) || held.size() == max) {
         break;
       }
       Session s = sessions.get(kv.getSessionId());

@@ -158,6 +158,35 @@ class StatusHttpServerTest {
         .isGreaterThanOrEqualTo(beforeBatch + 2);
   }
 
+  /**
+   * The JDK's HTTP server reads a request on the thread that will answer it, and waited for a
+   * client that never finishes its request without a limit: with every thread held so, {@code
+   * /healthz} (a liveness probe) hung for good. Slow clients are now cut off after a few seconds.
+   */
+  @Test
+  @Order(2)
+  void clientsThatNeverFinishTheirRequestDoNotHangTheLivenessProbe() throws Exception {
+    List<java.net.Socket> slow = new java.util.ArrayList<>();
+    try {
+      for (int i = 0; i < 2 * StatusHttpServer.THREADS; i++) {
+        java.net.Socket socket = new java.net.Socket(InetAddress.getLoopbackAddress(), all.port());
+        socket.getOutputStream().write("GET /status.json HTTP/1.1\r\nHost: x\r\n".getBytes(StandardCharsets.US_ASCII));
+        socket.getOutputStream().flush();
+        slow.add(socket);
+      }
+      HttpResponse<String> health =
+          http.sendAsync(
+                  HttpRequest.newBuilder(uri(all, "/healthz")).build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .get(60, TimeUnit.SECONDS);
+      assertThat(health.statusCode()).isEqualTo(200);
+    } finally {
+      for (java.net.Socket socket : slow) {
+        socket.close();
+      }
+    }
+  }
+
   @Test
   @Order(2)
   void theParserIsStrict() {
