@@ -8,16 +8,26 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import java.security.cert.Certificate;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.security.cert.X509Certificate;
+import javax.naming.InvalidNameException;
+import javax.naming.ldap.LdapName;
+import javax.naming.ldap.Rdn;
 import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
 import javax.security.auth.x500.X500Principal;
 
 /**
- * Who a client is: the subject of the TLS client certificate it showed (RFC 2253, as {@link
- * X500Principal#getName(String)} writes it, so {@code "CN=billing, O=Acme"} and {@code
- * "CN=billing,O=Acme"} are one identity), or {@link #ANONYMOUS} for a plaintext client or one that
- * showed no certificate. Subject alternative names are not used. Read at the gRPC edge by {@link
+ * Who a client is: the subject of the TLS client certificate it showed, or {@link #ANONYMOUS} for
+ * a plaintext client or one that showed no certificate. A subject is written in RFC 2253 (as
+ * {@link X500Principal#getName(String)} writes it, so {@code "CN=billing, O=Acme"} and {@code
+ * "CN=billing,O=Acme"} are one identity) with its attributes in one order, sorted by type (then
+ * value), whatever order the certificate lists them in: {@code openssl req -subj
+ * "/CN=admin/O=Acme"} makes a certificate whose subject RFC 2253 writes {@code "O=Acme,CN=admin"},
+ * while people write {@code "CN=admin,O=Acme"}; both name one identity, so a root identity or an
+ * ACL entry written either way matches the certificate. Subject alternative names are not used. Read at the gRPC edge by {@link
  * #interceptor()}, which puts it in the call's {@link Context}; {@link #current()} reads it there.
  */
 public final class ClientIdentity {
@@ -54,11 +64,42 @@ public final class ClientIdentity {
           "identity must be a certificate subject such as \"CN=billing,O=Acme\" or \"" + ANONYMOUS_NAME + "\"; was empty");
     }
     try {
-      return new ClientIdentity(new X500Principal(text).getName(X500Principal.RFC2253));
+      return ofSubject(new X500Principal(text));
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "identity must be a certificate subject such as \"CN=billing,O=Acme\" (RFC 2253) or \"" + ANONYMOUS_NAME
               + "\"; was \"" + text + "\": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * {@return the identity a certificate subject names: its RFC 2253 form, attributes sorted;
+   * anonymous for an empty subject (no name: the docs say to name clients)}
+   */
+  static ClientIdentity ofSubject(X500Principal subject) {
+    String rfc2253 = subject.getName(X500Principal.RFC2253);
+    return rfc2253.isEmpty() ? ANONYMOUS : new ClientIdentity(sorted(rfc2253));
+  }
+
+  /**
+   * The attributes of an RFC 2253 name in one order: its relative names sorted as {@link Rdn}
+   * compares them (type without case, then value), joined again. A name of one attribute, the
+   * common case, is returned as it is.
+   */
+  private static String sorted(String rfc2253) {
+    try {
+      List<Rdn> rdns = new ArrayList<>(new LdapName(rfc2253).getRdns());
+      if (rdns.size() < 2) {
+        return rfc2253;
+      }
+      Collections.sort(rdns);
+      StringBuilder out = new StringBuilder();
+      for (Rdn rdn : rdns) {
+        out.append(out.length() == 0 ? "" : ",").append(rdn);
+      }
+      return out.toString();
+    } catch (InvalidNameException e) {
+      return rfc2253; // X500Principal wrote it, so LDAP syntax reads it; never happens
     }
   }
 
@@ -131,9 +172,7 @@ public final class ClientIdentity {
     try {
       Certificate[] chain = session.getPeerCertificates();
       if (chain.length > 0 && chain[0] instanceof X509Certificate leaf) {
-        String subject = leaf.getSubjectX500Principal().getName(X500Principal.RFC2253);
-        // An empty subject is no name: such a client is anonymous (the docs say to name clients).
-        identity = subject.isEmpty() ? ANONYMOUS : new ClientIdentity(subject);
+        identity = ofSubject(leaf.getSubjectX500Principal());
       }
     } catch (SSLPeerUnverifiedException e) {
       // No client certificate (--client-auth optional): anonymous.
