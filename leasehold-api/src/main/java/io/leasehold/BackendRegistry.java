@@ -79,7 +79,7 @@ final class BackendRegistry {
     if (!m.find()) {
       throw new IllegalArgumentException(
           "backend URI must start with a scheme such as memory:, leasehold://, leaseholds://, etcd://,"
-              + " zookeeper:// or kubernetes:; was '" + uri + "'");
+              + " zookeeper:// or kubernetes:; was '" + BackendUris.redacted(uri) + "'");
     }
     String scheme = m.group(1).toLowerCase(Locale.ROOT);
     List<LeaseBackendProvider> matching = new ArrayList<>();
