@@ -24,7 +24,8 @@ public final class BackendUris {
    * user:password@} part ({@code etcd://alice:***@host:2379}; the user stays, to say whose it
    * was) and the value of a {@code password=} parameter. A URI without either is returned as it
    * is. Made for text that may be malformed: a password holding {@code /}, {@code ?} or {@code #}
-   * is hidden too, and when in doubt more is hidden, never less. A part of a URI ({@code
+   * is hidden too, and when in doubt more is hidden, never less: with several hosts, all from the
+   * first {@code :} to the last {@code @} ({@code etcd://h1:***@h2:2379}). A part of a URI ({@code
    * alice:pw@host:2379}) is redacted the same way.
    *
    * @param uri a backend URI, or any part of one, as given; null gives {@code "null"}
