@@ -1,5 +1,6 @@
 package io.leasehold.etcd;
 
+import io.leasehold.BackendUris;
 import io.leasehold.spi.UriEscapes;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -80,6 +81,12 @@ record EtcdUri(
     }
     if (rest.isEmpty()) {
       throw bad(uri, "it names no host");
+    }
+    if (rest.indexOf('@') >= 0) {
+      // Refused as password= is; the message shows the URI with the password hidden.
+      throw bad(uri, "a user or password before the host (user:password@host) is not accepted (URIs"
+          + " end up in logs and shell history): give user=NAME&password-file=FILE, a file readable"
+          + " only by this program");
     }
     List<URI> endpoints = new ArrayList<>();
     for (String hostPort : rest.split(",", -1)) {
@@ -256,15 +263,8 @@ record EtcdUri(
 
   private static IllegalArgumentException bad(String uri, String why) {
     return new IllegalArgumentException(
-        "etcd backend URI must look like " + FORM + "; " + why + "; was '" + redacted(uri) + "'");
-  }
-
-  /**
-   * {@return the URI with the value of any {@code password=} replaced}: a refused URI is quoted
-   * in the message, and the message must not carry a password someone put there.
-   */
-  static String redacted(String uri) {
-    return uri.replaceAll("(?i)([?&]\\s*password\\s*=)[^&#]*", "$1***");
+        "etcd backend URI must look like " + FORM + "; " + why + "; was '"
+            + BackendUris.redacted(uri) + "'");
   }
 
   /**

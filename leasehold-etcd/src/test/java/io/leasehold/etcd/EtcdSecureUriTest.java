@@ -3,6 +3,7 @@ package io.leasehold.etcd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.server.Certificates;
 import java.nio.file.Files;
@@ -115,7 +116,7 @@ class EtcdSecureUriTest {
     assertThat(uri.canonical())
         .isEqualTo("etcds://h:1?namespace=/x&ca=/a%20b/c%26a.pem&cert=c.pem&key=k.pem&user=al\u00efce&password-file=/p%25w");
     assertThat(EtcdUri.parse(uri.canonical())).isEqualTo(uri);
-    assertThat(EtcdUri.redacted("etcd://h:1?user=a&password=hunter2&x=1")).isEqualTo("etcd://h:1?user=a&password=***&x=1");
+    assertThat(BackendUris.redacted("etcd://h:1?user=a&password=hunter2&x=1")).isEqualTo("etcd://h:1?user=a&password=***&x=1");
   }
 
   private static Set<String> leaseholdThreads() {
