@@ -84,13 +84,21 @@ record EtcdUri(
     }
     if (rest.indexOf('@') >= 0) {
       // Refused as password= is; the message shows the URI with the password hidden.
-      throw bad(uri, "a user or password before the host (user:password@host) is not accepted (URIs"
-          + " end up in logs and shell history): give user=NAME&password-file=FILE, a file readable"
-          + " only by this program");
+      throw credentials(uri);
     }
     List<URI> endpoints = new ArrayList<>();
-    for (String hostPort : rest.split(",", -1)) {
-      endpoints.add(endpoint(uri, hostPort.strip()));
+    try {
+      for (String hostPort : rest.split(",", -1)) {
+        endpoints.add(endpoint(uri, hostPort.strip()));
+      }
+    } catch (IllegalArgumentException e) {
+      int at = query.indexOf('@');
+      if (at >= 0 && (query.indexOf('=') < 0 || at < query.indexOf('='))) {
+        // alice:pa?ss@host: the hosts end inside the password, so the host:port the refusal
+        // would quote holds part of it.
+        throw credentials(uri);
+      }
+      throw e;
     }
     String namespace = null;
     Path ca = null;
@@ -259,6 +267,13 @@ record EtcdUri(
     } catch (IllegalArgumentException e) {
       throw bad(uri, name + "= " + e.getMessage());
     }
+  }
+
+  /** {@return the refusal of credentials written before the hosts} */
+  private static IllegalArgumentException credentials(String uri) {
+    return bad(uri, "a user or password before the host (user:password@host) is not accepted (URIs"
+        + " end up in logs and shell history): give user=NAME&password-file=FILE, a file readable"
+        + " only by this program");
   }
 
   private static IllegalArgumentException bad(String uri, String why) {

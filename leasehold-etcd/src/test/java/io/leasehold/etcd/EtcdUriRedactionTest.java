@@ -19,6 +19,7 @@ class EtcdUriRedactionTest {
       "etcd://alice:hunter2@127.0.0.1",
       "etcd://127.0.0.1:2379,alice:hunter2@10.0.0.2:2379",
       "etcds://alice:hun/ter2@127.0.0.1:2379?ca=ca.pem",
+      "etcd://alice:hun?ter2@127.0.0.1:2379",
       "etcd://alice:hunter2@127.0.0.1:2379?user=alice&password=hunter2"})
   void aPasswordInTheAuthorityIsRefusedWithoutBeingShown(String uri) {
     assertThatThrownBy(() -> EtcdUri.parse(uri))
