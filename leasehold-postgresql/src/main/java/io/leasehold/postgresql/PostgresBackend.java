@@ -1,5 +1,6 @@
 package io.leasehold.postgresql;
 
+import io.leasehold.BackendUris;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseObserver;
@@ -175,7 +176,7 @@ public final class PostgresBackend implements LeaseBackend {
 
     @Override
     public String toString() {
-      return "PostgresBackend.Builder[" + PostgresUri.redacted(uri)
+      return "PostgresBackend.Builder[" + BackendUris.redacted(uri)
           + (password != null ? ", password=(hidden)" : "") + "]";
     }
   }
