@@ -14,7 +14,9 @@ final class BackendRegistry {
 
   /** The schemes Leasehold's own modules serve, for the error message. */
   static final List<String> KNOWN_SCHEMES =
-      List.of("memory", "leasehold", "leaseholds", "etcd", "etcds", "zookeeper", "kubernetes");
+      List.of(
+          "memory", "leasehold", "leaseholds", "etcd", "etcds", "zookeeper", "kubernetes",
+          "postgresql");
 
   /** The Maven coordinates of the module that serves a scheme, for the error message. */
   static String moduleHint(String scheme) {
@@ -79,7 +81,7 @@ final class BackendRegistry {
     if (!m.find()) {
       throw new IllegalArgumentException(
           "backend URI must start with a scheme such as memory:, leasehold://, leaseholds://, etcd://,"
-              + " zookeeper:// or kubernetes:; was '" + uri + "'");
+              + " zookeeper://, kubernetes: or postgresql://; was '" + BackendUris.redacted(uri) + "'");
     }
     String scheme = m.group(1).toLowerCase(Locale.ROOT);
     List<LeaseBackendProvider> matching = new ArrayList<>();

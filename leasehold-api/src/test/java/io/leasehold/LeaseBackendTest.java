@@ -41,6 +41,16 @@ class LeaseBackendTest {
   }
 
   @Test
+  void thePostgresqlSchemeNamesItsModuleAndAMistypedOneIsCorrected() {
+    assertThatThrownBy(() -> LeaseBackend.open("postgresql://127.0.0.1:5432/db"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageEndingWith("add the backend's module, io.leasehold:leasehold-postgresql");
+    assertThatThrownBy(() -> LeaseBackend.open("postgresq://127.0.0.1:5432/db"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageEndingWith("did you mean 'postgresql:'?");
+  }
+
+  @Test
   void aUriWithoutASchemeIsRejected() {
     assertThatThrownBy(() -> LeaseBackend.open("127.0.0.1:2379"))
         .isInstanceOf(IllegalArgumentException.class)

@@ -1,5 +1,6 @@
 package io.leasehold.cli;
 
+import io.leasehold.BackendUris;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
@@ -154,7 +155,8 @@ final class RunCommand implements Callable<Integer> {
     try {
       store = LeaseBackend.open(uri);
     } catch (IllegalArgumentException e) {
-      throw bad(uriSource + " is not a usable backend URI ('" + uri + "'): " + e.getMessage());
+      throw bad(uriSource + " is not a usable backend URI ('" + BackendUris.redacted(uri) + "'): "
+          + e.getMessage());
     }
     try (store) {
       String alone = Backends.memoryWarning(uri, "leasehold run", "this lease");

@@ -38,8 +38,14 @@ class BadInputTableTest {
   private static ServerSocket holder;
   private static ServerSocket resetting;
 
+  /** {@code OWNER_ONLY_KEY}: a file of mode 0600 that is not a key (a node refuses a key others may read first). */
+  private static Path ownerOnlyKey;
+
   @BeforeAll
   static void ports() throws IOException {
+    ownerOnlyKey = java.nio.file.Files.writeString(Path.of("target/bad-input-owner-only-key.pem"), "not a key\n");
+    java.nio.file.Files.setPosixFilePermissions(
+        ownerOnlyKey, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     free = RunningCli.freePortPair();
     taken = RunningCli.freePortPair();
     holder = new ServerSocket();
@@ -227,6 +233,9 @@ class BadInputTableTest {
             "--tls-cert", "pom.xml", "--tls-key", "pom.xml", "--tls-ca", "pom.xml", "--client-auth", "sometimes"),
         row(2, "leasehold server: node n1 refuses to start: its TLS certificate (--tls-cert) pom.xml is not a PEM certificate file",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/nowhere-13",
+            "--bootstrap", "--tls-cert", "pom.xml", "--tls-key", "OWNER_ONLY_KEY", "--tls-ca", "pom.xml"),
+        row(2, "leasehold server: node n1 refuses to start: its TLS private key (--tls-key) file pom.xml: mode 0",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/nowhere-13",
             "--bootstrap", "--tls-cert", "pom.xml", "--tls-key", "pom.xml", "--tls-ca", "pom.xml"),
         row(2, "--backend must be a core URI, leasehold://host:port,host:port,... or leaseholds://",
             "status", "--backend", "leaseholds://127.0.0.1:FREE"),
@@ -331,7 +340,8 @@ class BadInputTableTest {
   }
 
   private static String ports(String s) {
-    return s.replace("RESET", Integer.toString(resetting.getLocalPort()))
+    return s.replace("OWNER_ONLY_KEY", ownerOnlyKey.toString())
+        .replace("RESET", Integer.toString(resetting.getLocalPort()))
         .replace("TAKEN1", Integer.toString(taken + 1))
         .replace("TAKEN", Integer.toString(taken))
         .replace("FREE", Integer.toString(free));

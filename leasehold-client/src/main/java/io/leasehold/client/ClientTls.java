@@ -3,6 +3,7 @@ package io.leasehold.client;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
+import io.leasehold.spi.SecretFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -42,7 +43,8 @@ public final class ClientTls {
    * @param key the client's private key, PEM (PKCS#8); null exactly when {@code cert} is
    * @return the client's TLS settings
    * @throws IllegalArgumentException naming the parameter ({@code ca}, {@code cert}, {@code key})
-   *     whose file is missing, unreadable or not what it should be
+   *     whose file is missing, unreadable or not what it should be, or a key the group or others
+   *     may read ({@link SecretFiles#requireOwnerOnly})
    */
   public static ClientTls load(Path ca, Path cert, Path key) {
     Objects.requireNonNull(ca, "ca");
@@ -56,6 +58,7 @@ public final class ClientTls {
     if (cert != null) {
       readable("cert", cert);
       readable("key", key);
+      SecretFiles.requireOwnerOnly(key, "key=" + key);
     }
     checkCertificates("ca", ca);
     if (cert != null) {

@@ -1,5 +1,6 @@
 package io.leasehold.client;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 import io.leasehold.spi.UriEscapes;
@@ -70,7 +71,7 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
     if (ca == null) {
       throw new IllegalArgumentException(
           "a leaseholds:// URI needs ca=FILE, the authorities that signed the nodes' certificates"
-              + " (and cert=FILE&key=FILE when the core asks for client certificates); was '" + uri + "'");
+              + " (and cert=FILE&key=FILE when the core asks for client certificates); was '" + BackendUris.redacted(uri) + "'");
     }
     String cert = p.parameters.get("cert");
     String key = p.parameters.get("key");
@@ -94,14 +95,24 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
       rest = u.substring(secure.length());
     } else {
       throw new IllegalArgumentException(
-          "a core URI looks like leasehold://host:port,host:port (or leaseholds://...?ca=FILE for TLS); was '" + uri + "'");
+          "a core URI looks like leasehold://host:port,host:port (or leaseholds://...?ca=FILE for TLS); was '" + BackendUris.redacted(uri) + "'");
     }
     Map<String, String> parameters = new LinkedHashMap<>();
     int question = rest.indexOf('?');
+    String hosts = question < 0 ? rest : rest.substring(0, question);
+    String query = question < 0 ? "" : rest.substring(question + 1);
+    int queryAt = query.indexOf('@');
+    // An '@' after the hosts' '?' but before any '=': a password holding '?' cut the hosts there.
+    if (hosts.indexOf('@') >= 0 || queryAt >= 0 && (query.indexOf('=') < 0 || queryAt < query.indexOf('='))) {
+      throw new IllegalArgumentException(
+          "a core URI takes no user or password (user:password@host): clients authenticate with a"
+              + " certificate, leaseholds://host:port,...?ca=FILE&cert=FILE&key=FILE; was '"
+              + BackendUris.redacted(uri) + "'");
+    }
     if (question >= 0) {
       if (!tls) {
         throw new IllegalArgumentException(
-            "a leasehold:// URI takes no options; TLS parameters (ca, cert, key) go with leaseholds://; was '" + uri + "'");
+            "a leasehold:// URI takes no options; TLS parameters (ca, cert, key) go with leaseholds://; was '" + BackendUris.redacted(uri) + "'");
       }
       parseParameters(uri, rest.substring(question + 1), parameters);
       rest = rest.substring(0, question);
@@ -109,30 +120,30 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
     int end = rest.indexOf('/');
     if (end >= 0) {
       if (end != rest.length() - 1) {
-        throw new IllegalArgumentException("a core URI takes no path; was '" + uri + "'");
+        throw new IllegalArgumentException("a core URI takes no path; was '" + BackendUris.redacted(uri) + "'");
       }
       rest = rest.substring(0, end);
     }
     if (rest.isEmpty()) {
-      throw new IllegalArgumentException("a core URI needs at least one host:port, e.g. leasehold://127.0.0.1:7000; was '" + uri + "'");
+      throw new IllegalArgumentException("a core URI needs at least one host:port, e.g. leasehold://127.0.0.1:7000; was '" + BackendUris.redacted(uri) + "'");
     }
     List<InetSocketAddress> endpoints = new ArrayList<>();
     for (String part : rest.split(",", -1)) { // -1: an empty part is an error, not dropped
       int colon = part.lastIndexOf(':');
       if (colon <= 0 || colon == part.length() - 1) {
-        throw new IllegalArgumentException("'" + part + "' in '" + uri + "' must be host:port");
+        throw new IllegalArgumentException("'" + part + "' in '" + BackendUris.redacted(uri) + "' must be host:port");
       }
       String host = part.substring(0, colon);
       if (!VALID_HOST.matcher(host).matches()) {
         throw new IllegalArgumentException(
-            "host of '" + part + "' in '" + uri + "' must be a DNS name or an IP address (letters,"
+            "host of '" + part + "' in '" + BackendUris.redacted(uri) + "' must be a DNS name or an IP address (letters,"
                 + " digits, '.', '-', '_', or an IPv6 literal in brackets)");
       }
       int port;
       try {
         port = Integer.parseInt(part.substring(colon + 1));
       } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("port of '" + part + "' in '" + uri + "' is not a number");
+        throw new IllegalArgumentException("port of '" + part + "' in '" + BackendUris.redacted(uri) + "' is not a number");
       }
       if (port < 1 || port > 65535) {
         throw new IllegalArgumentException("port of '" + part + "' must be between 1 and 65535; was " + port);
@@ -148,14 +159,14 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
       String name = eq < 0 ? pair : pair.substring(0, eq);
       if (!TLS_PARAMETERS.contains(name)) {
         throw new IllegalArgumentException(
-            "unknown parameter '" + name + "' in core URI '" + uri + "'; a leaseholds:// URI takes ca, cert and key");
+            "unknown parameter '" + name + "' in core URI '" + BackendUris.redacted(uri) + "'; a leaseholds:// URI takes ca, cert and key");
       }
       String value = eq < 0 ? "" : decode(uri, name, pair.substring(eq + 1));
       if (value.isEmpty()) {
-        throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' needs a file: " + name + "=FILE");
+        throw new IllegalArgumentException("parameter " + name + " in core URI '" + BackendUris.redacted(uri) + "' needs a file: " + name + "=FILE");
       }
       if (into.putIfAbsent(name, value) != null) {
-        throw new IllegalArgumentException("parameter " + name + " is given twice in core URI '" + uri + "'");
+        throw new IllegalArgumentException("parameter " + name + " is given twice in core URI '" + BackendUris.redacted(uri) + "'");
       }
     }
   }
@@ -165,7 +176,7 @@ public final class CoreBackendProvider implements LeaseBackendProvider {
     try {
       return UriEscapes.decode(value);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("parameter " + name + " in core URI '" + uri + "' " + e.getMessage());
+      throw new IllegalArgumentException("parameter " + name + " in core URI '" + BackendUris.redacted(uri) + "' " + e.getMessage());
     }
   }
 }

@@ -8,6 +8,7 @@ import io.grpc.netty.GrpcSslContexts;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.spi.Failures;
+import io.leasehold.spi.SecretFiles;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
@@ -103,6 +104,7 @@ final class EtcdAccess {
     if (uri.cert() != null) {
       readable("cert", uri.cert());
       readable("key", uri.key());
+      SecretFiles.requireOwnerOnly(uri.key(), "etcd backend: key=" + uri.key());
       checkCertificates("cert", uri.cert());
     }
     // gRPC's client defaults (HTTP/2 over ALPN, its cipher suites). The host name check stays
@@ -161,6 +163,7 @@ final class EtcdAccess {
    */
   private static byte[] passwordFile(Path file) {
     readable("password-file", file);
+    SecretFiles.requireOwnerOnly(file, "etcd backend: password-file=" + file);
     byte[] bytes;
     try {
       bytes = Files.readAllBytes(file);

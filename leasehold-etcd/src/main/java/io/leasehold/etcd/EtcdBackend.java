@@ -2,6 +2,7 @@ package io.leasehold.etcd;
 
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
+import io.leasehold.BackendUris;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseObserver;
@@ -277,7 +278,7 @@ public final class EtcdBackend implements LeaseBackend {
 
     @Override
     public String toString() {
-      return "EtcdBackend.Builder[" + EtcdUri.redacted(uri)
+      return "EtcdBackend.Builder[" + BackendUris.redacted(uri)
           + (ca != null ? ", ca=" + ca : "")
           + (cert != null ? ", cert=" + cert + ", key=" + key : "")
           + (user != null ? ", user=" + user : "")

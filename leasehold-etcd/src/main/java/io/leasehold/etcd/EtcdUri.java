@@ -1,5 +1,6 @@
 package io.leasehold.etcd;
 
+import io.leasehold.BackendUris;
 import io.leasehold.spi.UriEscapes;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -81,9 +82,23 @@ record EtcdUri(
     if (rest.isEmpty()) {
       throw bad(uri, "it names no host");
     }
+    if (rest.indexOf('@') >= 0) {
+      // Refused as password= is; the message shows the URI with the password hidden.
+      throw credentials(uri);
+    }
     List<URI> endpoints = new ArrayList<>();
-    for (String hostPort : rest.split(",", -1)) {
-      endpoints.add(endpoint(uri, hostPort.strip()));
+    try {
+      for (String hostPort : rest.split(",", -1)) {
+        endpoints.add(endpoint(uri, hostPort.strip()));
+      }
+    } catch (IllegalArgumentException e) {
+      int at = query.indexOf('@');
+      if (at >= 0 && (query.indexOf('=') < 0 || at < query.indexOf('='))) {
+        // alice:pa?ss@host: the hosts end inside the password, so the host:port the refusal
+        // would quote holds part of it.
+        throw credentials(uri);
+      }
+      throw e;
     }
     String namespace = null;
     Path ca = null;
@@ -254,17 +269,17 @@ record EtcdUri(
     }
   }
 
-  private static IllegalArgumentException bad(String uri, String why) {
-    return new IllegalArgumentException(
-        "etcd backend URI must look like " + FORM + "; " + why + "; was '" + redacted(uri) + "'");
+  /** {@return the refusal of credentials written before the hosts} */
+  private static IllegalArgumentException credentials(String uri) {
+    return bad(uri, "a user or password before the host (user:password@host) is not accepted (URIs"
+        + " end up in logs and shell history): give user=NAME&password-file=FILE, a file readable"
+        + " only by this program");
   }
 
-  /**
-   * {@return the URI with the value of any {@code password=} replaced}: a refused URI is quoted
-   * in the message, and the message must not carry a password someone put there.
-   */
-  static String redacted(String uri) {
-    return uri.replaceAll("(?i)([?&]\\s*password\\s*=)[^&#]*", "$1***");
+  private static IllegalArgumentException bad(String uri, String why) {
+    return new IllegalArgumentException(
+        "etcd backend URI must look like " + FORM + "; " + why + "; was '"
+            + BackendUris.redacted(uri) + "'");
   }
 
   /**

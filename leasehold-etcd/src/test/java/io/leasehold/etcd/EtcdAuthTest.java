@@ -14,6 +14,7 @@ import io.leasehold.LeaseStoreUnavailableException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -58,8 +59,14 @@ class EtcdAuthTest {
       auth.authEnable().get(30, TimeUnit.SECONDS);
     }
     // As written by echo: one trailing line break, not part of the password.
-    alicePassword = Files.writeString(dir.resolve("alice.password"), ALICE_PASSWORD + "\n");
-    malloryPassword = Files.writeString(dir.resolve("mallory.password"), MALLORY_PASSWORD + "\n");
+    alicePassword = ownerOnly(Files.writeString(dir.resolve("alice.password"), ALICE_PASSWORD + "\n"));
+    malloryPassword = ownerOnly(Files.writeString(dir.resolve("mallory.password"), MALLORY_PASSWORD + "\n"));
+  }
+
+  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
+  private static Path ownerOnly(Path file) throws java.io.IOException {
+    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+    return file;
   }
 
   private static void grantPrefix(Auth auth, String role, String prefix) throws Exception {
@@ -104,7 +111,7 @@ class EtcdAuthTest {
 
   @Test
   void aWrongPasswordFailsTheAcquireNamingEtcdAndTheUser() throws Exception {
-    Path wrong = Files.writeString(dir.resolve("wrong.password"), "not-alices-password");
+    Path wrong = ownerOnly(Files.writeString(dir.resolve("wrong.password"), "not-alices-password"));
     LeaseStoreUnavailableException refused =
         refusedAcquire("etcd://" + hostPort() + "?user=alice&password-file=" + wrong, "auth/wrong-password");
     assertThat(refused.getMessage())

@@ -3,10 +3,12 @@ package io.leasehold.etcd;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.server.Certificates;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -41,14 +43,14 @@ class EtcdSecureUriTest {
     cert = dir.resolve("client.pem");
     key = dir.resolve("client-key.pem");
     authority.issue("client", List.of(), Duration.ofHours(1)).writeTo(cert, key);
-    password = Files.writeString(dir.resolve("password"), "pw\n");
+    password = ownerOnly(Files.writeString(dir.resolve("password"), "pw\n"));
   }
 
   @Test
   void badParametersAreRefusedNamingThemBeforeAnythingIsOpened() throws Exception {
     Path missing = dir.resolve("missing.pem");
     Path notPem = Files.writeString(dir.resolve("not.pem"), "hello");
-    Path empty = Files.writeString(dir.resolve("empty.password"), "\n");
+    Path empty = ownerOnly(Files.writeString(dir.resolve("empty.password"), "\n"));
     String tls = "etcds://127.0.0.1:2379?ca=" + ca;
     record Case(String uri, String says) {}
     List<Case> cases = List.of(
@@ -115,7 +117,13 @@ class EtcdSecureUriTest {
     assertThat(uri.canonical())
         .isEqualTo("etcds://h:1?namespace=/x&ca=/a%20b/c%26a.pem&cert=c.pem&key=k.pem&user=al\u00efce&password-file=/p%25w");
     assertThat(EtcdUri.parse(uri.canonical())).isEqualTo(uri);
-    assertThat(EtcdUri.redacted("etcd://h:1?user=a&password=hunter2&x=1")).isEqualTo("etcd://h:1?user=a&password=***&x=1");
+    assertThat(BackendUris.redacted("etcd://h:1?user=a&password=hunter2&x=1")).isEqualTo("etcd://h:1?user=a&password=***&x=1");
+  }
+
+  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
+  private static Path ownerOnly(Path file) throws java.io.IOException {
+    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+    return file;
   }
 
   private static Set<String> leaseholdThreads() {

@@ -1,5 +1,6 @@
 package io.leasehold.kubernetes;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 
@@ -35,7 +36,7 @@ public final class KubernetesBackendProvider implements LeaseBackendProvider {
     String u = uri.strip();
     int colon = u.indexOf(':');
     if (colon < 0 || !u.substring(0, colon).equalsIgnoreCase("kubernetes")) {
-      throw new IllegalArgumentException("backend URI must look like " + FORM + "; was '" + uri + "'");
+      throw new IllegalArgumentException("backend URI must look like " + FORM + "; was '" + BackendUris.redacted(uri) + "'");
     }
     String rest = u.substring(colon + 1);
     if (rest.isEmpty()) {
@@ -45,8 +46,8 @@ public final class KubernetesBackendProvider implements LeaseBackendProvider {
     if (!rest.startsWith(prefix) || rest.indexOf('&') >= 0) {
       throw new IllegalArgumentException(
           "the kubernetes backend takes no address (the API server comes from the service account"
-              + " or ~/.kube/config) and one option, namespace: use " + FORM + "; was '" + uri
-              + "'");
+              + " or ~/.kube/config) and one option, namespace: use " + FORM + "; was '"
+              + BackendUris.redacted(uri) + "'");
     }
     return KubernetesLeaseNames.checkNamespace(rest.substring(prefix.length()));
   }

@@ -1,5 +1,6 @@
 package io.leasehold.memory;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseBackendProvider;
 
@@ -18,7 +19,7 @@ public final class MemoryBackendProvider implements LeaseBackendProvider {
   public LeaseBackend open(String uri) {
     if (!"memory:".equalsIgnoreCase(uri.strip())) {
       throw new IllegalArgumentException(
-          "the memory backend takes no address or options: use 'memory:'; was '" + uri + "'."
+          "the memory backend takes no address or options: use 'memory:'; was '" + BackendUris.redacted(uri) + "'."
               + " To let several connections share one store, use MemoryStore.connect()");
     }
     return MemoryStore.create().connect();

@@ -1,5 +1,6 @@
 package io.leasehold.pekko;
 
+import io.leasehold.BackendUris;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import java.util.Map;
@@ -96,7 +97,8 @@ public final class LeaseholdPekko implements Extension {
         try {
           b = Objects.requireNonNull(opener.apply(uri), "the backend opener returned null");
         } catch (IllegalArgumentException e) {
-          throw new IllegalArgumentException("'backend' = \"" + uri + "\": " + e.getMessage(), e);
+          throw new IllegalArgumentException(
+              "'backend' = \"" + BackendUris.redacted(uri) + "\": " + e.getMessage(), e);
         }
         backends.put(uri, b);
         log.info("Leasehold backend {} opened", b.uri());

@@ -292,6 +292,24 @@ class LeaseholdLeaseTest {
         .hasMessageContaining("memory");
   }
 
+  /** A URI with a password is refused without showing it. */
+  @Test
+  void aBackendWithAPasswordIsRefusedWithoutShowingIt() {
+    ActorSystem s =
+        ActorSystem.create(
+            "password-uri",
+            ConfigFactory.parseString(
+                    "pekko.loglevel = OFF\n"
+                        + "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off\n"
+                        + "leasehold.pekko.lease.backend = \"memory://alice:hunter2@localhost\"")
+                .withFallback(ConfigFactory.load()));
+    systems.add(s);
+    assertThatThrownBy(() -> lease(s, "node-a:2552"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("'backend' = \"memory://alice:***@localhost\"")
+        .hasMessageNotContaining("hunter2");
+  }
+
   /**
    * The shard coordinator's gate: allocations pass only while the coordinator lease's {@code
    * checkLease()} is true, so a coordinator whose lease threads starved stops allocating at its

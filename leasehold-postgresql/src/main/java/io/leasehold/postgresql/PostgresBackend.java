@@ -1,5 +1,6 @@
 package io.leasehold.postgresql;
 
+import io.leasehold.BackendUris;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseObserver;
@@ -9,6 +10,7 @@ import io.leasehold.Subscription;
 import io.leasehold.spi.LeaseRuntime;
 import io.leasehold.spi.OpenLeases;
 import io.leasehold.spi.OpenObservations;
+import io.leasehold.spi.SecretFiles;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -175,7 +177,7 @@ public final class PostgresBackend implements LeaseBackend {
 
     @Override
     public String toString() {
-      return "PostgresBackend.Builder[" + PostgresUri.redacted(uri)
+      return "PostgresBackend.Builder[" + BackendUris.redacted(uri)
           + (password != null ? ", password=(hidden)" : "") + "]";
     }
   }
@@ -185,6 +187,8 @@ public final class PostgresBackend implements LeaseBackend {
     if (file == null) {
       return null;
     }
+    // As libpq refuses a ~/.pgpass that the group or others may read.
+    SecretFiles.requireOwnerOnly(file, "PostgreSQL backend: password-file '" + file + "'");
     String text;
     try {
       text = Files.readString(file, StandardCharsets.UTF_8);

@@ -1,5 +1,6 @@
 package io.leasehold.postgresql;
 
+import io.leasehold.BackendUris;
 import io.leasehold.spi.UriEscapes;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -93,16 +94,22 @@ record PostgresUri(
       rest = rest.substring(0, q);
     }
     int slash = rest.indexOf('/');
+    String afterSlash = slash < 0 ? "" : rest.substring(slash + 1);
+    int queryAt = query == null ? -1 : query.indexOf('@');
+    if ((slash < 0 ? rest : rest.substring(0, slash)).indexOf('@') >= 0
+        // A password holding '/' or '?' ends the hosts inside it: 'alice:pa/ss@host/db' has the
+        // database 'ss@host/db' (no database holds '/'), 'alice:pa?ss@host/db' a parameter 'ss@...'.
+        || afterSlash.indexOf('@') >= 0 && afterSlash.indexOf('/') > afterSlash.indexOf('@')
+        || queryAt >= 0 && (query.indexOf('=') < 0 || queryAt < query.indexOf('='))) {
+      throw bad(uri, "credentials must not be in the URI (user@ or user:password@); give user=NAME"
+          + " and password-file=FILE, or let the driver read PGPASSFILE or ~/.pgpass");
+    }
     if (slash < 0) {
       throw bad(uri, "database: the URI must name a database after the hosts, as in"
           + " postgresql://host:5432/mydb");
     }
     String authority = rest.substring(0, slash);
-    String database = decode(uri, "database", rest.substring(slash + 1));
-    if (authority.indexOf('@') >= 0) {
-      throw bad(uri, "credentials must not be in the URI (user@ or user:password@); give user=NAME"
-          + " and password-file=FILE, or let the driver read PGPASSFILE or ~/.pgpass");
-    }
+    String database = decode(uri, "database", afterSlash);
     if (authority.isEmpty()) {
       throw bad(uri, "host: at least one host is needed, as in postgresql://localhost:5432/mydb");
     }
@@ -234,15 +241,7 @@ record PostgresUri(
 
   private static IllegalArgumentException bad(String uri, String what) {
     return new IllegalArgumentException(
-        "PostgreSQL backend URI '" + redacted(uri) + "': " + what + " (form: " + FORM + ")");
-  }
-
-  /** {@return the URI with anything between "//" and "@" hidden, for messages} */
-  static String redacted(String uri) {
-    int start = uri.indexOf("//");
-    int at = uri.indexOf('@');
-    String shown = start >= 0 && at > start ? uri.substring(0, start + 2) + "(hidden)" + uri.substring(at) : uri;
-    return shown.replaceAll("(?i)([?&]password=)[^&]*", "$1(hidden)");
+        "PostgreSQL backend URI '" + BackendUris.redacted(uri) + "': " + what + " (form: " + FORM + ")");
   }
 
   /** {@return the JDBC URL of these hosts and database; every other setting goes in properties} */

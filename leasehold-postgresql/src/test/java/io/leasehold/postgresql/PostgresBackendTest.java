@@ -267,6 +267,8 @@ class PostgresBackendTest {
     }
     java.nio.file.Path pw = server.passwordFile().resolveSibling("app-password");
     java.nio.file.Files.writeString(pw, "app-secret\n");
+    // The backend refuses a password file others may read.
+    java.nio.file.Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     String uri = "postgresql://127.0.0.1:" + server.port() + "/postgres?schema=app_leases"
         + "&user=lh_app&password-file=" + pw + "&create-schema=false";
     try (PostgresBackend backend = PostgresBackend.open(uri);
@@ -283,6 +285,8 @@ class PostgresBackendTest {
   void aWrongPasswordFailsTheAcquireWithTheServersReason() throws Exception {
     java.nio.file.Path pw = server.passwordFile().resolveSibling("wrong-password");
     java.nio.file.Files.writeString(pw, "not-the-password\n");
+    // The backend refuses a password file others may read.
+    java.nio.file.Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     String uri = "postgresql://127.0.0.1:" + server.port() + "/postgres?user=" + PostgresServer.ADMIN
         + "&password-file=" + pw;
     try (PostgresBackend backend = PostgresBackend.open(uri);

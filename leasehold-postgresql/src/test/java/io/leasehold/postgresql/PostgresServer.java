@@ -113,6 +113,8 @@ final class PostgresServer implements AutoCloseable {
     try {
       Files.writeString(pwfile, password + "\n");
       Files.writeString(passwordFile, password + "\n");
+      // The backend refuses a password file others may read.
+      Files.setPosixFilePermissions(passwordFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -99,15 +99,21 @@ class PostgresUriTest {
     assertThatThrownBy(() -> LeaseBackend.open("postgresql://127.0.0.1:1/db?password-file=" + missing))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("password-file '" + missing + "' cannot be read");
-    Path empty = Files.writeString(dir.resolve("empty"), "\n");
+    Path empty = ownerOnly(Files.writeString(dir.resolve("empty"), "\n"));
     assertThatThrownBy(() -> LeaseBackend.open("postgresql://127.0.0.1:1/db?password-file=" + empty))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("is empty");
-    Path file = Files.writeString(dir.resolve("pw"), "s3cret\r\n");
+    Path file = ownerOnly(Files.writeString(dir.resolve("pw"), "s3cret\r\n"));
     assertThat(PostgresBackend.readPassword(file)).containsExactly('s', '3', 'c', 'r', 'e', 't');
     assertThatThrownBy(() -> PostgresBackend.builder("postgresql://127.0.0.1:1/db?password-file=" + file)
             .password("x".toCharArray()).build())
         .hasMessageContaining("either as password-file or as password(...)");
+  }
+
+  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
+  private static Path ownerOnly(Path file) throws java.io.IOException {
+    Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    return file;
   }
 
   @Test

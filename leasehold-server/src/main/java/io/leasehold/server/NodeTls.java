@@ -7,6 +7,7 @@ import io.grpc.TlsServerCredentials;
 import io.grpc.util.AdvancedTlsX509KeyManager;
 import io.grpc.util.AdvancedTlsX509TrustManager;
 import io.grpc.util.CertificateUtils;
+import io.leasehold.spi.SecretFiles;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -93,13 +94,21 @@ public final class NodeTls implements AutoCloseable {
 
   private static byte[][] read(TlsConfig config, String node) {
     return new byte[][] {
-      readOne(config.cert(), "certificate (--tls-cert)", node),
-      readOne(config.key(), "private key (--tls-key)", node),
-      readOne(config.ca(), "CA certificates (--tls-ca)", node)
+      readOne(config.cert(), "certificate (--tls-cert)", node, false),
+      readOne(config.key(), "private key (--tls-key)", node, true),
+      readOne(config.ca(), "CA certificates (--tls-ca)", node, false)
     };
   }
 
-  private static byte[] readOne(Path file, String what, String node) {
+  private static byte[] readOne(Path file, String what, String node, boolean secret) {
+    if (secret) {
+      // At every reload too: a key made readable by others since is not taken, the last good one stays.
+      try {
+        SecretFiles.requireOwnerOnly(file, "node " + node + " refuses to start: its TLS " + what + " file " + file);
+      } catch (IllegalArgumentException e) {
+        throw new StartRefusedException(e.getMessage());
+      }
+    }
     try {
       return Files.readAllBytes(file);
     } catch (NoSuchFileException e) {

@@ -1,10 +1,12 @@
 package io.leasehold.zookeeper;
 
+import io.leasehold.spi.SecretFiles;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
@@ -121,6 +123,7 @@ final class ZooKeeperSecurity implements AutoCloseable {
   }
 
   private static byte[] password(String file) {
+    ownerOnly(file, "password-file '" + file + "'");
     byte[] bytes;
     try {
       bytes = Files.readAllBytes(Path.of(file));
@@ -151,6 +154,17 @@ final class ZooKeeperSecurity implements AutoCloseable {
     return password;
   }
 
+  /** Refuses a file others may read ({@link SecretFiles}); a name that is no path is left to the read. */
+  private static void ownerOnly(String file, String named) {
+    Path path;
+    try {
+      path = Path.of(file);
+    } catch (InvalidPathException e) {
+      return;
+    }
+    SecretFiles.requireOwnerOnly(path, named);
+  }
+
   private static List<X509Certificate> checkCertificates(String parameter, String file) {
     List<X509Certificate> chain;
     try {
@@ -173,6 +187,7 @@ final class ZooKeeperSecurity implements AutoCloseable {
    */
   private static Path keyStore(String certFile, String keyFile) {
     List<X509Certificate> chain = checkCertificates("cert", certFile);
+    ownerOnly(keyFile, "key file '" + keyFile + "'");
     PrivateKey key;
     try {
       key = PemReader.loadPrivateKey(new File(keyFile), Optional.empty());

@@ -1,5 +1,6 @@
 package io.leasehold.zookeeper;
 
+import io.leasehold.BackendUris;
 import io.leasehold.spi.UriEscapes;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -10,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 /**
  * A parsed {@code zookeeper://host:port[,host:port...][/chroot][?parameters]} URI. Parsing reads
@@ -42,10 +42,6 @@ record ZooKeeperUri(
   /** The parameters, in the canonical order. */
   private static final List<String> PARAMETERS =
       List.of("sessionTimeout", "ca", "cert", "key", "user", "password-file");
-
-  /** A {@code password=...} in a URI (refused) is cut out of every message that shows the URI. */
-  private static final Pattern PASSWORD_VALUE =
-      Pattern.compile("(?i)([?&]password=)[^&#]*");
 
   ZooKeeperUri {
     Objects.requireNonNull(servers, "servers");
@@ -110,9 +106,22 @@ record ZooKeeperUri(
     if (hosts.isEmpty()) {
       throw bad(uri, "it names no server");
     }
+    if (hosts.indexOf('@') >= 0) {
+      throw credentials(uri);
+    }
     List<String> servers = new ArrayList<>();
-    for (String server : hosts.split(",", -1)) {
-      servers.add(server(uri, server));
+    try {
+      for (String server : hosts.split(",", -1)) {
+        servers.add(server(uri, server));
+      }
+    } catch (IllegalArgumentException e) {
+      int at = query.indexOf('@');
+      if (chroot.indexOf('@') >= 0 || at >= 0 && (query.indexOf('=') < 0 || at < query.indexOf('='))) {
+        // alice:pa/ss@host or alice:pa?ss@host: the hosts end inside the password, so the server
+        // the refusal would quote holds part of it.
+        throw credentials(uri);
+      }
+      throw e;
     }
     Map<String, String> parameters = parameters(uri, query);
     String sessionTimeout = parameters.get("sessionTimeout");
@@ -182,9 +191,11 @@ record ZooKeeperUri(
     }
   }
 
-  /** {@return {@code uri} with the value of any {@code password=} parameter replaced} */
-  static String redact(String uri) {
-    return PASSWORD_VALUE.matcher(uri).replaceAll("$1***");
+  /** {@return the refusal of credentials written before the hosts} */
+  private static IllegalArgumentException credentials(String uri) {
+    return bad(uri, "a user or password before the host (user:password@host) is not accepted (URIs"
+        + " end up in logs and shell history): give user=NAME&password-file=FILE, a file readable"
+        + " only by this program");
   }
 
   private static String server(String uri, String server) {
@@ -273,13 +284,13 @@ record ZooKeeperUri(
     if (d == null || d.compareTo(MIN_SESSION_TIMEOUT) < 0 || d.compareTo(MAX_SESSION_TIMEOUT) > 0) {
       throw new IllegalArgumentException(
           "sessionTimeout must be a duration from 100ms to 24h, such as 15s, 1500ms or PT15S; was '"
-              + value + "' in '" + redact(uri) + "'");
+              + value + "' in '" + BackendUris.redacted(uri) + "'");
     }
     return d;
   }
 
   private static IllegalArgumentException bad(String uri, String why) {
     return new IllegalArgumentException(
-        "ZooKeeper backend URI '" + redact(uri) + "' is malformed: " + why + "; expected " + FORM);
+        "ZooKeeper backend URI '" + BackendUris.redacted(uri) + "' is malformed: " + why + "; expected " + FORM);
   }
 }

@@ -10,6 +10,7 @@ import io.leasehold.testkit.SuiteSettings;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionException;
@@ -56,8 +57,12 @@ class ZooKeeperAclTest {
     ZooKeeperServers.createPath(intruder, OPEN_CHROOT);
     passwordFile = dir.resolve("password");
     Files.writeString(passwordFile, "s3cret:with colon\n", StandardCharsets.UTF_8);
+    // The backend refuses a password file others may read.
+    Files.setPosixFilePermissions(passwordFile, PosixFilePermissions.fromString("rw-------"));
     wrongPasswordFile = dir.resolve("wrong-password");
     Files.writeString(wrongPasswordFile, "guessed", StandardCharsets.UTF_8);
+    // The backend refuses a password file others may read.
+    Files.setPosixFilePermissions(wrongPasswordFile, PosixFilePermissions.fromString("rw-------"));
     owner = org.apache.curator.framework.CuratorFrameworkFactory.builder()
         .connectString(server.getConnectString())
         .retryPolicy(new org.apache.curator.retry.RetryNTimes(20, 100))

@@ -42,7 +42,7 @@ class ZooKeeperUriTest {
         new Case("zookeeper://h:2181,,h2", "empty entry"),
         new Case("zookeeper://h:0", "port of server 'h:0' must be 1-65535"),
         new Case("zookeeper://h:x", "must be 1-65535"),
-        new Case("zookeeper://user@h", "no valid host name"),
+        new Case("zookeeper://user@h", "a user or password before the host (user:password@host) is not accepted"),
         new Case("zookeeper://h/a//b", "chroot"),
         new Case("zookeeper://h/a/../b", "chroot"),
         new Case("zookeeper://h?timeout=1s", "unknown parameter 'timeout'"),

@@ -1,5 +1,6 @@
 package io.leasehold.spring.boot;
 
+import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.integration.LeaseholdLockRegistry;
 import io.leasehold.shedlock.LeaseholdLockProvider;
@@ -67,7 +68,9 @@ public class LeaseholdAutoConfiguration {
       // Counted for the health indicator; unwrap() gives the backend's own class.
       return new CountingLeaseBackend(LeaseBackend.open(uri));
     } catch (IllegalArgumentException e) {
-      throw new InvalidConfigurationPropertyValueException("leasehold.backend", uri, e.getMessage());
+      // The value as Spring shows it: without a password someone wrote into it.
+      throw new InvalidConfigurationPropertyValueException(
+          "leasehold.backend", BackendUris.redacted(uri), e.getMessage());
     }
   }
 

@@ -163,6 +163,18 @@ class LeaseholdAutoConfigurationTest {
   }
 
   @Test
+  void aBackendWithAPasswordFailsStartupWithoutShowingIt() {
+    runner.withPropertyValues("leasehold.backend=memory://alice:hunter2@localhost").run(ctx -> {
+      assertThat(ctx).getFailure().rootCause()
+          .hasMessageContaining("leasehold.backend")
+          .hasMessageContaining("alice:***@localhost");
+      for (Throwable t = ctx.getStartupFailure(); t != null; t = t.getCause()) {
+        assertThat(String.valueOf(t.getMessage())).as("%s", t.getClass()).doesNotContain("hunter2");
+      }
+    });
+  }
+
+  @Test
   void badLeaseValuesFailStartupNamingTheProperty() {
     assertFailure("leasehold.lease.ttl=0s", "leasehold.lease.ttl", "ttl must be between");
     assertFailure("leasehold.lease.acquire-retries=101", "leasehold.lease.acquire-retries", "between 0 and 100");
