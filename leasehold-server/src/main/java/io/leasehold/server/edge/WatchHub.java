@@ -76,6 +76,9 @@ public final class WatchHub {
   /** Events copied out of the history per step of the fan-out or of a replay. */
   static final int SLICE = 4096;
 
+  /** The newest events {@link #recent} looks at, at most: its work under the lock is bounded. */
+  static final int RECENT_SCAN = 10_000;
+
   private static final class Watcher {
     final String key;
     final boolean prefix;
@@ -500,14 +503,18 @@ public final class WatchHub {
 
   /**
    * The latest retained events of keys under {@code prefix}, for the status page: read from the
-   * history kept for watchers anyway, so nothing is added to the applying thread's work.
+   * history kept for watchers anyway, so nothing is added to the applying thread's work; only
+   * the newest {@value #RECENT_SCAN} events are looked at.
    *
    * @param max how many at most
    * @return oldest first
    */
   public synchronized List<Event> recent(String prefix, int max) {
     ArrayDeque<Event> recent = new ArrayDeque<>();
-    for (long seq = firstSeq + size - 1; seq >= firstSeq && recent.size() < max; seq--) {
+    // At most RECENT_SCAN events looked at under the hub's lock (the fan-out thread needs it), not
+    // the whole history: a history of other keys' events would be scanned whole on every poll.
+    long oldest = Math.max(firstSeq, firstSeq + size - RECENT_SCAN);
+    for (long seq = firstSeq + size - 1; seq >= oldest && recent.size() < max; seq--) {
       Event e = at(seq);
       if (e.getKv().getKey().startsWith(prefix)) {
         recent.addFirst(e);

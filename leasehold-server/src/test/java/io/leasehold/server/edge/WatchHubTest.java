@@ -63,6 +63,24 @@ class WatchHubTest {
     assertThat(w.revisions()).containsExactly(1L, 3L, 4L);
   }
 
+  /**
+   * The status page asks for the last lease events every second; with a history of other keys'
+   * events it used to scan the whole history (100,000 events) under the hub's lock, which the
+   * fan-out thread needs. It looks at the newest events only.
+   */
+  @Test
+  void theRecentLeaseEventsAreLookedForOnlyAmongTheNewestEvents() {
+    WatchHub big = new WatchHub(2 * WatchHub.RECENT_SCAN);
+    big.publish(List.of(put("/_leasehold/leases/old", 1)));
+    for (long r = 2; r <= WatchHub.RECENT_SCAN + 1; r++) {
+      big.publish(List.of(put("other/" + (r % 10), r)));
+    }
+    assertThat(big.recent("/_leasehold/leases/", 50)).as("beyond the newest events looked at").isEmpty();
+    big.publish(List.of(put("/_leasehold/leases/new", WatchHub.RECENT_SCAN + 2)));
+    assertThat(big.recent("/_leasehold/leases/", 50)).extracting(e -> e.getKv().getKey())
+        .containsExactly("/_leasehold/leases/new");
+  }
+
   @Test
   void aWatcherAskingForForgottenHistoryIsToldWhereItMayStart() {
     for (long r = 1; r <= 6; r++) {
