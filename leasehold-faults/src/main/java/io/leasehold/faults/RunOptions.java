@@ -96,7 +96,7 @@ final class RunOptions {
       } else if (lower.equals("core")) {
         backend = null;
       } else if (!lower.contains(":")) {
-        throw bad(spec, "--lease-backend must be etcd, zookeeper, core or a backend URI; was '" + leaseBackend + "'");
+        throw bad(spec, "--lease-backend must be etcd, zookeeper, core or a backend URI; was '" + io.leasehold.BackendUris.redacted(leaseBackend) + "'");
       } else {
         checkUri(spec, backend);
       }
@@ -130,14 +130,14 @@ final class RunOptions {
     String scheme = uri.substring(0, uri.indexOf(':')).toLowerCase(Locale.ROOT);
     if (!URI_SCHEMES.contains(scheme)) {
       throw bad(spec, "--lease-backend: '" + scheme + ":' is not a backend's scheme; use one of leasehold://,"
-          + " etcd://, zookeeper://, kubernetes: (was '" + uri + "')");
+          + " etcd://, zookeeper://, kubernetes: (was '" + io.leasehold.BackendUris.redacted(uri) + "')");
     }
     if (scheme.equals("kubernetes")) {
       return;
     }
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("^[a-zA-Z]+://([^/?#]+).*$").matcher(uri);
     if (!m.matches()) {
-      throw bad(spec, "--lease-backend: " + scheme + ":// needs host:port[,host:port...]; was '" + uri + "'");
+      throw bad(spec, "--lease-backend: " + scheme + ":// needs host:port[,host:port...]; was '" + io.leasehold.BackendUris.redacted(uri) + "'");
     }
     for (String part : m.group(1).split(",")) {
       try {
