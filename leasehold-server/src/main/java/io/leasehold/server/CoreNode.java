@@ -228,6 +228,9 @@ public final class CoreNode implements AutoCloseable {
 
   private static CoreNode start(NodeConfig config, Restore restore) {
     boolean format = DataDir.checkFormat(config);
+    if (!format) {
+      DataDir.checkOwner(config);
+    }
     // Bad certificate files refuse the start before anything is opened.
     NodeTls tls = config.tls() == null ? null : NodeTls.load(config.tls(), config.self());
     PeerSettings peerSettings = new PeerSettings(config, tls == null ? null : tls.channelCredentials());
@@ -260,6 +263,7 @@ public final class CoreNode implements AutoCloseable {
   private void startAll(boolean format) throws IOException {
     Peer self = config.selfPeer();
     Files.createDirectories(config.dataDir());
+    DataDir.recordOwner(config);
     RaftGroup group = RaftGroup.valueOf(GROUP_ID, raftPeers(config.peers()));
     RaftProperties properties = properties(self);
     // Ratis's server, client and admin traffic: mutual TLS from the node's files, or plaintext.

@@ -57,7 +57,8 @@ public final class DataDir {
       // A joining node formats too: it has no vote until the cluster adds it, and then it is
       // sent the whole state before it counts (MembershipChanges).
       String flag = mode == StartMode.JOIN ? "--join" : "--bootstrap";
-      Optional<Path> something = firstEntry(dir);
+      // Named by what matters most: the Raft storage if there is one, else any entry.
+      Optional<Path> something = Files.isDirectory(storage(dir)) ? Optional.of(storage(dir)) : firstEntry(dir);
       if (something.isPresent()) {
         throw new StartRefusedException(
             node + flag + " formats a new node, but --data-dir " + dir + " is not empty (it holds "
@@ -86,6 +87,70 @@ public final class DataDir {
       throw new UncheckedIOException("cannot read " + meta + ": " + e.getMessage(), e);
     }
     return false;
+  }
+
+  /** Records which node a data directory belongs to, and whether it was started with TLS. */
+  static final String OWNER_FILE = "node.properties";
+
+  /**
+   * Refuses to recover a data directory that belongs to another node, or that was started with
+   * TLS and is now started without; changes nothing. A directory from before the record is taken
+   * as this node's ({@link #recordOwner} then writes it).
+   *
+   * <p>Why: a node started on another node's directory ({@code --id n2} on n1's data) would start
+   * without a word, vote with n1's log as a second n1, and answer for a membership it does not
+   * have; one started without TLS on a cluster that has it would serve every client as {@code
+   * anonymous}.
+   *
+   * @param config the node, recovering (not formatting) its directory
+   * @throws StartRefusedException naming the flag that differs and what to do instead
+   */
+  static void checkOwner(NodeConfig config) {
+    Path record = config.dataDir().resolve(OWNER_FILE);
+    if (!Files.isRegularFile(record)) {
+      return;
+    }
+    java.util.Properties owner = new java.util.Properties();
+    try (var in = Files.newBufferedReader(record)) {
+      owner.load(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + record + ": " + e.getMessage(), e);
+    }
+    String node = "node " + config.self() + " refuses to start: ";
+    String id = owner.getProperty("node", "");
+    if (!id.equals(config.self())) {
+      throw new StartRefusedException(
+          node + "--data-dir " + config.dataDir() + " belongs to node " + id + " (" + OWNER_FILE + "), not to --id "
+              + config.self() + ": start node " + id + " with it, and give " + config.self() + " its own directory (a node"
+              + " that lost its data comes back as a new node: start it with --join and run leasehold admin replace-node)");
+    }
+    if (Boolean.parseBoolean(owner.getProperty("tls", "false")) && config.tls() == null) {
+      throw new StartRefusedException(
+          node + "--data-dir " + config.dataDir() + " belongs to a node started with TLS (" + OWNER_FILE + "), and this"
+              + " start has none: give --tls-cert, --tls-key and --tls-ca (leasehold dev: --tls; without TLS every client would be anonymous"
+              + " and the cluster's access control could not tell them apart)");
+    }
+  }
+
+  /**
+   * Writes (or brings up to date) the record of the node a data directory belongs to: on its
+   * format, on the first start after the record existed, and when a node that ran without TLS
+   * starts with it.
+   */
+  static void recordOwner(NodeConfig config) {
+    Path record = config.dataDir().resolve(OWNER_FILE);
+    String text = "# The node this data directory belongs to; checked at every start (docs/operations.md).\n"
+        + "node=" + config.self() + "\n"
+        + "tls=" + (config.tls() != null) + "\n";
+    try {
+      if (!Files.isRegularFile(record) || !Files.readString(record).equals(text)) {
+        Path tmp = config.dataDir().resolve(OWNER_FILE + ".tmp");
+        Files.writeString(tmp, text);
+        Files.move(tmp, record, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + record + ": " + e.getMessage(), e);
+    }
   }
 
   /** Marks a data directory formatted by {@code --join}: the node came into a running cluster. */

@@ -35,6 +35,41 @@ class StorageStartTest {
 
   @TempDir Path root;
 
+  /**
+   * A data directory belongs to its node: {@code --id n2} on n1's directory used to start without
+   * a word, voting with n1's log as a second n1; a node started with TLS, started again without,
+   * served every client as anonymous. Both are refused now, naming the flag; a directory from
+   * before the record is taken as its node's.
+   */
+  @Test
+  void aDataDirectoryIsRefusedToAnotherNodeAndToAStartWithoutItsTls() throws Exception {
+    Path dir = root.resolve("n1");
+    try (LocalCluster cluster = LocalCluster.start(1, 0, root, FAST)) {
+      assertThat(Files.readString(dir.resolve(DataDir.OWNER_FILE))).contains("node=n1").contains("tls=false");
+      Peer n1 = cluster.peers().get(0);
+      cluster.stopNode(0);
+
+      NodeConfig asN2 = FAST.apply(NodeConfig.of("n2", List.of(new Peer("n2", n1.host(), n1.clientPort())), dir));
+      assertThatThrownBy(() -> CoreNode.start(asN2).close())
+          .isInstanceOf(StartRefusedException.class)
+          .hasMessageStartingWith("node n2 refuses to start: --data-dir " + dir + " belongs to node n1 (node.properties),"
+              + " not to --id n2: start node n1 with it");
+
+      // A directory from before the record: taken as n1's, and the record written.
+      Files.delete(dir.resolve(DataDir.OWNER_FILE));
+      cluster.startNode(0);
+      assertThat(Files.readString(dir.resolve(DataDir.OWNER_FILE))).contains("node=n1");
+      cluster.stopNode(0);
+
+      // Started with TLS once, it is not started without.
+      Files.writeString(dir.resolve(DataDir.OWNER_FILE), "node=n1\ntls=true\n");
+      assertThatThrownBy(() -> cluster.startNode(0))
+          .isInstanceOf(StartRefusedException.class)
+          .hasMessageContaining("belongs to a node started with TLS (node.properties), and this start has none: give"
+              + " --tls-cert, --tls-key and --tls-ca");
+    }
+  }
+
   @Test
   void aNodeWhoseDirectoryWasEmptiedOrDeletedIsRefusedAndNothingIsCreated() throws IOException {
     Path dir = root.resolve("n1");
