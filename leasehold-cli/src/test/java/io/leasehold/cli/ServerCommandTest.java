@@ -66,7 +66,7 @@ class ServerCommandTest {
     assertThat(formatAgain.err())
         .isEqualTo(
             "leasehold server: node solo refuses to start: --bootstrap formats a new node, but --data-dir "
-                + data + " is not empty (it holds " + data.toFile().list()[0] + "); a node with data recovers"
+                + data + " is not empty (it holds " + io.leasehold.server.DataDir.storage(data).getFileName() + "); a node with data recovers"
                 + " it when started without --bootstrap, and a directory with data is never wiped\n");
 
     try (RunningCli again = RunningCli.start(args)) {
