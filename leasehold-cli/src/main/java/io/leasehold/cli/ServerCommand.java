@@ -278,7 +278,7 @@ final class ServerCommand implements Callable<Integer> {
       defaultValue = "30m",
       description = "How long a client connection may live before the node asks the client to reconnect"
           + " (±10 % jitter; calls still open end 10s later; clients reconnect on their own): how long a"
-          + " connection keeps a CA removed from --tls-ca or a revoked watch right; 1s to 30d"
+          + " connection keeps a CA removed from --tls-ca or a revoked watch right; 1s to 720h (30 days)"
           + " (default: ${DEFAULT-VALUE}).")
   private Duration maxConnectionAge;
 

@@ -283,7 +283,7 @@ public final class EtcdBackend implements LeaseBackend {
           + (cert != null ? ", cert=" + cert + ", key=" + key : "")
           + (user != null ? ", user=" + user : "")
           + (passwordFile != null ? ", password-file=" + passwordFile : "")
-          + (password != null ? ", password=(hidden)" : "") + "]";
+          + (password != null ? ", password=" + BackendUris.HIDDEN : "") + "]";
     }
   }
 

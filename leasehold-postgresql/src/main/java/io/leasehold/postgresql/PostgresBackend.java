@@ -178,7 +178,7 @@ public final class PostgresBackend implements LeaseBackend {
     @Override
     public String toString() {
       return "PostgresBackend.Builder[" + BackendUris.redacted(uri)
-          + (password != null ? ", password=(hidden)" : "") + "]";
+          + (password != null ? ", password=" + BackendUris.HIDDEN : "") + "]";
     }
   }
 

@@ -192,38 +192,6 @@ public record Limits(
   }
 
   /**
-   * The limits with the default connection age and handshake timeout (the form before they were
-   * settings).
-   *
-   * @param maxKeysPerSession keys attached to one session
-   * @param maxKeyBytes bytes of a key
-   * @param maxValueBytes bytes of a value
-   * @param maxWatchersPerConnection watches open at once on one connection
-   * @param maxWatchBacklog events a slow watcher may fall behind
-   * @param maxInFlightPerConnection calls other than watches open at once on one connection
-   * @param watchHistoryBytes bytes of watch history kept
-   */
-  public Limits(
-      int maxKeysPerSession,
-      int maxKeyBytes,
-      int maxValueBytes,
-      int maxWatchersPerConnection,
-      int maxWatchBacklog,
-      int maxInFlightPerConnection,
-      long watchHistoryBytes) {
-    this(
-        maxKeysPerSession,
-        maxKeyBytes,
-        maxValueBytes,
-        maxWatchersPerConnection,
-        maxWatchBacklog,
-        maxInFlightPerConnection,
-        watchHistoryBytes,
-        DEFAULT_MAX_CONNECTION_AGE,
-        DEFAULT_HANDSHAKE_TIMEOUT);
-  }
-
-  /**
    * The limits with the default watch history (the form before it was a setting).
    *
    * @param maxKeysPerSession keys attached to one session
@@ -265,17 +233,9 @@ public record Limits(
     }
   }
 
-  /** A duration as a flag takes it, in its largest whole unit: {@code 30d}, {@code 2m}, {@code 500ms}. */
+  /** A duration as the flag takes it (the command line has no unit above hours). */
   private static String seconds(Duration d) {
-    long ms = d.toMillis();
-    long[] sizes = {86_400_000L, 3_600_000L, 60_000L, 1_000L};
-    String[] units = {"d", "h", "m", "s"};
-    for (int i = 0; i < sizes.length; i++) {
-      if (ms != 0 && ms % sizes[i] == 0) {
-        return ms / sizes[i] + units[i];
-      }
-    }
-    return ms + "ms";
+    return io.leasehold.server.raft.PeerSettings.format(d.toMillis());
   }
 
   /** {@return a copy with another keys-per-session limit} */

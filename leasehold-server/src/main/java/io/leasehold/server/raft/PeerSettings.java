@@ -276,8 +276,11 @@ public final class PeerSettings implements AutoCloseable {
             + " lease that assumes every node has the same --election-timeout, until they agree");
   }
 
-  /** {@code 300ms}, {@code 2s}, {@code 1m}: as the command line takes it. */
+  /** {@code 300ms}, {@code 2s}, {@code 1m}, {@code 720h}: as the command line takes it. */
   public static String format(long millis) {
+    if (millis != 0 && millis % 3_600_000 == 0) {
+      return millis / 3_600_000 + "h";
+    }
     if (millis % 60_000 == 0) {
       return millis / 60_000 + "m";
     }
