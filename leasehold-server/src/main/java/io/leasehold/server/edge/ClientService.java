@@ -398,10 +398,11 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       @Override
       public void onNext(KeepAliveRequest request) {
         counters.keepAlives.increment();
-        synchronized (out) {
-          if (tooManySessionIds(request.getSessionIdsCount(), out)) {
-            return; // the stream is ended: nothing confirmed, nothing extended
+        if (request.getSessionIdsCount() > MAX_SESSION_IDS) {
+          synchronized (out) { // answers are written under it too
+            tooManySessionIds(request.getSessionIdsCount(), out);
           }
+          return; // the stream is ended: nothing confirmed, nothing extended
         }
         raft.read(Query.newBuilder().setKeepAlive(request).setIdentity(identity).build())
             .whenComplete(

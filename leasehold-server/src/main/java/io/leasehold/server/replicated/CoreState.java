@@ -786,9 +786,6 @@ public final class CoreState {
               : keysOfSessions(get.getSessionIdsList(), from, fromPrefix);
       while (candidates.hasNext()) {
         KeyValue kv = candidates.next();
-        if (kv == null) {
-          continue; // never: a session's key set holds only keys of the state
-        }
         if (!kv.getKey().startsWith(prefix)) {
           break; // keys after the prefix's: every key still to come is after it too
         }

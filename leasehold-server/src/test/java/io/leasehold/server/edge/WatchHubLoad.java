@@ -124,20 +124,23 @@ public final class WatchHubLoad {
   }
 
   /**
-   * Waits (polling: a tool, not a test) until {@code count} reaches {@code target}; stops early,
-   * saying why, when watchers were told to re-read or when the patience ran out, so that a burst
-   * that outran the history cannot hang the tool.
+   * Waits until {@code count} reaches {@code target}; stops early, saying why, when watchers were
+   * told to re-read or when the patience ran out, so that a burst that outran the history cannot
+   * hang the tool.
    */
-  private static void awaitCount(AtomicLong count, long target, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + PATIENCE_NANOS;
-    while (count.get() < target) {
-      if (RESETS.get() > 0 || System.nanoTime() - deadline > 0) {
-        System.out.printf(
-            "%s: %d of %d, %d watchers told to re-read (the fan-out fell behind the history)%n",
-            what, count.get(), target, RESETS.get());
-        return;
-      }
-      Thread.sleep(1);
+  private static void awaitCount(AtomicLong count, long target, String what) {
+    try {
+      org.awaitility.Awaitility.await(what)
+          .atMost(java.time.Duration.ofNanos(PATIENCE_NANOS))
+          .pollInterval(java.time.Duration.ofMillis(1))
+          .until(() -> count.get() >= target || RESETS.get() > 0);
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      // Reported below, as an early stop is.
+    }
+    if (count.get() < target) {
+      System.out.printf(
+          "%s: %d of %d, %d watchers told to re-read (the fan-out fell behind the history)%n",
+          what, count.get(), target, RESETS.get());
     }
   }
 }
