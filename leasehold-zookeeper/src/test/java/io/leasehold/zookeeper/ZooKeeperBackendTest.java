@@ -8,10 +8,10 @@ import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseSettings;
-import io.leasehold.testkit.SuiteSettings;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
 import io.leasehold.spi.Tenure;
+import io.leasehold.testkit.SuiteSettings;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -19,15 +19,12 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.data.Stat;
 import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** What is particular to ZooKeeper, against a real server: store answers, sessions, znodes. */
 @Timeout(value = 2, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -36,38 +33,24 @@ class ZooKeeperBackendTest {
 
   private static final String CHROOT = "/backend";
   private static final Duration TTL = Duration.ofSeconds(1);
-  private static TestingServer server;
-  private static CuratorFramework admin;
-
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(CHROOT);
 
   private static ZooKeeperBackend open() {
     return (ZooKeeperBackend) LeaseBackend.open(
-        ZooKeeperServers.uri("127.0.0.1:" + server.getPort(), CHROOT, TTL));
+        ZooKeeperServers.uri("127.0.0.1:" + zk.server().getPort(), CHROOT, TTL));
   }
 
   private static Stat holderNode(String lease) throws Exception {
-    return admin.checkExists().forPath(CHROOT + ZNodes.holderNode(lease));
+    return zk.admin().checkExists().forPath(CHROOT + ZNodes.holderNode(lease));
   }
 
   @Test
   void theProviderServesTheSchemeAndReportsTheCanonicalUri() {
     try (LeaseBackend backend = LeaseBackend.open(
-        "zookeeper://127.0.0.1:" + server.getPort() + CHROOT + "/?sessionTimeout=PT1S")) {
+        "zookeeper://127.0.0.1:" + zk.server().getPort() + CHROOT + "/?sessionTimeout=PT1S")) {
       assertThat(backend).isInstanceOf(ZooKeeperBackend.class);
       assertThat(backend.uri())
-          .isEqualTo("zookeeper://127.0.0.1:" + server.getPort() + CHROOT + "?sessionTimeout=1000ms");
+          .isEqualTo("zookeeper://127.0.0.1:" + zk.server().getPort() + CHROOT + "?sessionTimeout=1000ms");
     }
   }
 
@@ -164,7 +147,7 @@ class ZooKeeperBackendTest {
   @Test
   void aMissingChrootIsReportedAsSuch() {
     try (LeaseBackend backend = LeaseBackend.open(
-        ZooKeeperServers.uri("127.0.0.1:" + server.getPort(), "/no-such-chroot", TTL))) {
+        ZooKeeperServers.uri("127.0.0.1:" + zk.server().getPort(), "/no-such-chroot", TTL))) {
       Lease lease = backend.newLease(SuiteSettings.forTtl("x", "o", TTL).build());
       assertThatThrownBy(() -> lease.acquire().join())
           .isInstanceOf(CompletionException.class)

@@ -10,13 +10,10 @@ import io.leasehold.testkit.LossRecorder;
 import io.leasehold.testkit.SuiteSettings;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code acquire()} while holding is one round trip that confirms the tenure in the store. On
@@ -33,21 +30,7 @@ class ZooKeeperConfirmTest {
   /** Long enough that no deadline passes in a test: every loss here is the store's word. */
   private static final Duration TTL = Duration.ofSeconds(10);
 
-  private static TestingServer server;
-  private static CuratorFramework admin;
-
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(CHROOT);
 
   @Test
   void anAcquireWhileHoldingFindsTheHolderNodeDeletedBeforeTheWatchSaysSo() throws Exception {
@@ -60,7 +43,7 @@ class ZooKeeperConfirmTest {
       HeldBackEvents events = new HeldBackEvents();
       backend.store().handleHolderEventsOn(events);
 
-      admin.delete().forPath(CHROOT + ZNodes.holderNode("deleted"));
+      zk.admin().delete().forPath(CHROOT + ZNodes.holderNode("deleted"));
       await("the delete's watch event reaches the holder, and is held back")
           .atMost(Duration.ofSeconds(30))
           .until(() -> events.count() > 0);
@@ -73,13 +56,13 @@ class ZooKeeperConfirmTest {
 
       events.release();
       assertThat(a.fencingToken()).as("the late event ends nothing").hasValue(
-          admin.checkExists().forPath(CHROOT + ZNodes.holderNode("deleted")).getCzxid());
+          zk.admin().checkExists().forPath(CHROOT + ZNodes.holderNode("deleted")).getCzxid());
       assertThat(losses.count()).isEqualTo(1);
     }
   }
 
   private static ZooKeeperBackend open() {
     return ZooKeeperBackend.open(
-        ZooKeeperUri.parse(ZooKeeperServers.uri(server.getConnectString(), CHROOT, TTL)));
+        ZooKeeperUri.parse(ZooKeeperServers.uri(zk.server().getConnectString(), CHROOT, TTL)));
   }
 }

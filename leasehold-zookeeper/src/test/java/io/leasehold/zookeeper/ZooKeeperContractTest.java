@@ -4,11 +4,8 @@ import io.leasehold.testkit.ContractFixture;
 import io.leasehold.testkit.LeaseContractSuite;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The whole contract suite against a real ZooKeeper server (in process), on real time, with a
@@ -19,25 +16,12 @@ class ZooKeeperContractTest extends LeaseContractSuite {
 
   static final Duration TTL = Duration.ofSeconds(1);
 
-  private static TestingServer server;
-  private static CuratorFramework admin;
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(ZooKeeperFixture.CHROOT);
 
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, ZooKeeperFixture.CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
 
   @Override
   protected ContractFixture createFixture() {
     return new ZooKeeperFixture(
-        new InetSocketAddress("127.0.0.1", server.getPort()), admin, TTL);
+        new InetSocketAddress("127.0.0.1", zk.server().getPort()), zk.admin(), TTL);
   }
 }

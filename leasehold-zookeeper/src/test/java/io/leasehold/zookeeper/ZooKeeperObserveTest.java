@@ -13,13 +13,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An observer on ZooKeeper whose connection is cut and reset while the lease changes hands
@@ -32,28 +29,14 @@ class ZooKeeperObserveTest {
 
   private static final String CHROOT = "/observe";
   private static final Duration SESSION = Duration.ofSeconds(5);
-  private static TestingServer server;
-  private static CuratorFramework admin;
-
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(CHROOT);
 
   @Test
   void anObserverWhoseConnectionIsResetWhileTheLeaseChangesHandsIsToldGapWithTheStateReadAgain() {
     List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
-    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", server.getPort()));
+    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", zk.server().getPort()));
         ZooKeeperBackend watcher = backend("127.0.0.1:" + proxy.port());
-        ZooKeeperBackend holders = backend(server.getConnectString())) {
+        ZooKeeperBackend holders = backend(zk.server().getConnectString())) {
       watcher.observe("handed-over", seen::add);
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
       Lease a = holders.newLease(settings("owner-a"));
@@ -82,9 +65,9 @@ class ZooKeeperObserveTest {
   @Test
   void anObserverThatReadsOnlyAfterAWholeTenureIsToldItsAcquireAndRelease() {
     List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
-    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", server.getPort()));
+    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", zk.server().getPort()));
         ZooKeeperBackend watcher = backend("127.0.0.1:" + proxy.port());
-        ZooKeeperBackend holders = backend(server.getConnectString())) {
+        ZooKeeperBackend holders = backend(zk.server().getConnectString())) {
       watcher.observe("unseen", seen::add);
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
       Lease a = holders.newLease(SuiteSettings.forTtl("unseen", "owner-a", SESSION).build());
@@ -105,8 +88,8 @@ class ZooKeeperObserveTest {
   @Test
   void anObserverIsToldEveryChangeWhileConnectedWithTheirTokensAndStartTimes() {
     List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
-    try (ZooKeeperBackend watcher = backend(server.getConnectString());
-        ZooKeeperBackend holders = backend(server.getConnectString())) {
+    try (ZooKeeperBackend watcher = backend(zk.server().getConnectString());
+        ZooKeeperBackend holders = backend(zk.server().getConnectString())) {
       watcher.observe("connected", seen::add);
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.size() == 1);
       Lease a = holders.newLease(SuiteSettings.forTtl("connected", "owner-a", SESSION).build());

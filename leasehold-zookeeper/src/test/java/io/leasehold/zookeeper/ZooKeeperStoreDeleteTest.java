@@ -14,15 +14,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
 import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An operator deletes a lease's znodes ({@code delete .../holder}, or {@code deleteall} of the
@@ -36,25 +33,12 @@ class ZooKeeperStoreDeleteTest {
 
   private static final Duration TTL = Duration.ofSeconds(1);
 
-  private static TestingServer server;
-  private static CuratorFramework admin;
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(ZooKeeperFixture.CHROOT);
 
   private final ZooKeeperFixture fixture =
-      new ZooKeeperFixture(new InetSocketAddress("127.0.0.1", server.getPort()), admin, TTL);
+      new ZooKeeperFixture(new InetSocketAddress("127.0.0.1", zk.server().getPort()), zk.admin(), TTL);
   private final List<AutoCloseable> toClose = new ArrayList<>();
 
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, ZooKeeperFixture.CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
 
   @AfterEach
   void stop() throws Exception {
@@ -152,7 +136,7 @@ class ZooKeeperStoreDeleteTest {
   }
 
   private void deleteAll(String leaseName) throws Exception {
-    admin.delete().deletingChildrenIfNeeded().forPath(ZooKeeperFixture.CHROOT + ZNodes.leaseNode(leaseName));
+    zk.admin().delete().deletingChildrenIfNeeded().forPath(ZooKeeperFixture.CHROOT + ZNodes.leaseNode(leaseName));
   }
 
   private ZooKeeperFixture.ZooKeeperContender process() {

@@ -12,14 +12,11 @@ import io.leasehold.testkit.TcpProxy;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.ZooKeeper;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Another holder takes the lease over while the first still believes it holds it, and the first
@@ -35,21 +32,7 @@ class ZooKeeperTakeOverTest {
   /** Long enough that no deadline passes in a test: every loss here is the store's word. */
   private static final Duration TTL = Duration.ofSeconds(10);
 
-  private static TestingServer server;
-  private static CuratorFramework admin;
-
-  @BeforeAll
-  static void startServer() {
-    server = ZooKeeperServers.standalone();
-    admin = ZooKeeperServers.admin(server.getConnectString());
-    ZooKeeperServers.createPath(admin, CHROOT);
-  }
-
-  @AfterAll
-  static void stopServer() {
-    ZooKeeperServers.closeQuietly(admin);
-    ZooKeeperServers.closeQuietly(server);
-  }
+  @RegisterExtension static final StandaloneZooKeeper zk = new StandaloneZooKeeper(CHROOT);
 
   /**
    * {@code deleteall} of the lease node frees the name at once (docs/zookeeper.md), so owner-b
@@ -58,8 +41,8 @@ class ZooKeeperTakeOverTest {
    */
   @Test
   void aHolderWhoseAcquireFindsAnotherTenuresNodeIsToldTakenOverAndGetsFalse() throws Exception {
-    try (ZooKeeperBackend backendA = open(server.getConnectString());
-        ZooKeeperBackend backendB = open(server.getConnectString())) {
+    try (ZooKeeperBackend backendA = open(zk.server().getConnectString());
+        ZooKeeperBackend backendB = open(zk.server().getConnectString())) {
       Lease a = backendA.newLease(SuiteSettings.forTtl("acquired-over", "owner-a", TTL).build());
       Lease b = backendB.newLease(SuiteSettings.forTtl("acquired-over", "owner-b", TTL).build());
       LossRecorder losses = new LossRecorder(Ticker.system());
@@ -85,8 +68,8 @@ class ZooKeeperTakeOverTest {
   /** As above, but owner-a learns from its watch, once the held-back event is let through. */
   @Test
   void aHolderWhoseWatchFindsAnotherTenuresNodeIsToldTakenOver() throws Exception {
-    try (ZooKeeperBackend backendA = open(server.getConnectString());
-        ZooKeeperBackend backendB = open(server.getConnectString())) {
+    try (ZooKeeperBackend backendA = open(zk.server().getConnectString());
+        ZooKeeperBackend backendB = open(zk.server().getConnectString())) {
       Lease a = backendA.newLease(SuiteSettings.forTtl("watched-over", "owner-a", TTL).build());
       Lease b = backendB.newLease(SuiteSettings.forTtl("watched-over", "owner-b", TTL).build());
       LossRecorder losses = new LossRecorder(Ticker.system());
@@ -120,9 +103,9 @@ class ZooKeeperTakeOverTest {
   @Test
   void aHolderWhoseSessionEndedOnTheServerIsToldRevokedThoughAnotherHoldsTheLeaseNow()
       throws Exception {
-    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", server.getPort()));
+    try (TcpProxy proxy = TcpProxy.start(new InetSocketAddress("127.0.0.1", zk.server().getPort()));
         ZooKeeperBackend backendA = open("127.0.0.1:" + proxy.port());
-        ZooKeeperBackend backendB = open(server.getConnectString())) {
+        ZooKeeperBackend backendB = open(zk.server().getConnectString())) {
       Lease a = backendA.newLease(SuiteSettings.forTtl("session-over", "owner-a", TTL).build());
       Lease b = backendB.newLease(SuiteSettings.forTtl("session-over", "owner-b", TTL).build());
       LossRecorder losses = new LossRecorder(Ticker.system());
@@ -146,7 +129,7 @@ class ZooKeeperTakeOverTest {
 
   /** Attaches to session {@code id} directly (not through the proxy) and closes it. */
   private static void closeSession(long id, byte[] password) throws Exception {
-    ZooKeeper closer = new ZooKeeper(server.getConnectString(), (int) TTL.toMillis(), event -> {},
+    ZooKeeper closer = new ZooKeeper(zk.server().getConnectString(), (int) TTL.toMillis(), event -> {},
         id, password);
     try {
       await("the second handle is connected to owner-a's session")
@@ -158,7 +141,7 @@ class ZooKeeperTakeOverTest {
   }
 
   private static void deleteAll(String leaseName) throws Exception {
-    admin.delete().deletingChildrenIfNeeded().forPath(CHROOT + ZNodes.leaseNode(leaseName));
+    zk.admin().delete().deletingChildrenIfNeeded().forPath(CHROOT + ZNodes.leaseNode(leaseName));
   }
 
   private static ZooKeeperBackend open(String hostPorts) {
