@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.server.Certificates;
+import io.leasehold.testkit.FileModes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -33,8 +34,7 @@ class ClientTlsKeyFileTest {
 
   @Test
   void aKeyOthersMayReadIsRefused() throws Exception {
-    Path shared = Files.copy(key, dir.resolve("shared-key.pem"));
-    Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rw-r--r--"));
+    Path shared = FileModes.readableByAll(Files.copy(key, dir.resolve("shared-key.pem")));
     assertThatThrownBy(() -> ClientTls.load(ca, cert, shared))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("key=" + shared + ": mode 0644 (rw-r--r--) lets others at it, and a private key"

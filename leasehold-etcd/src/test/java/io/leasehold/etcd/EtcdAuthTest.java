@@ -11,10 +11,10 @@ import io.etcd.jetcd.auth.Permission;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseStoreUnavailableException;
+import io.leasehold.testkit.FileModes;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -59,15 +59,10 @@ class EtcdAuthTest {
       auth.authEnable().get(30, TimeUnit.SECONDS);
     }
     // As written by echo: one trailing line break, not part of the password.
-    alicePassword = ownerOnly(Files.writeString(dir.resolve("alice.password"), ALICE_PASSWORD + "\n"));
-    malloryPassword = ownerOnly(Files.writeString(dir.resolve("mallory.password"), MALLORY_PASSWORD + "\n"));
+    alicePassword = FileModes.ownerOnly(Files.writeString(dir.resolve("alice.password"), ALICE_PASSWORD + "\n"));
+    malloryPassword = FileModes.ownerOnly(Files.writeString(dir.resolve("mallory.password"), MALLORY_PASSWORD + "\n"));
   }
 
-  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
-  private static Path ownerOnly(Path file) throws java.io.IOException {
-    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-    return file;
-  }
 
   private static void grantPrefix(Auth auth, String role, String prefix) throws Exception {
     auth.roleAdd(bytes(role)).get(30, TimeUnit.SECONDS);
@@ -111,7 +106,7 @@ class EtcdAuthTest {
 
   @Test
   void aWrongPasswordFailsTheAcquireNamingEtcdAndTheUser() throws Exception {
-    Path wrong = ownerOnly(Files.writeString(dir.resolve("wrong.password"), "not-alices-password"));
+    Path wrong = FileModes.ownerOnly(Files.writeString(dir.resolve("wrong.password"), "not-alices-password"));
     LeaseStoreUnavailableException refused =
         refusedAcquire("etcd://" + hostPort() + "?user=alice&password-file=" + wrong, "auth/wrong-password");
     assertThat(refused.getMessage())

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.LeaseBackend;
 import io.leasehold.server.Certificates;
+import io.leasehold.testkit.FileModes;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -34,14 +34,10 @@ class EtcdSecretFilesTest {
     authority.issue("client", List.of(), Duration.ofHours(1)).writeTo(cert, key);
   }
 
-  private static Path readableByAll(Path file) throws Exception {
-    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
-    return file;
-  }
 
   @Test
   void aPasswordFileOthersMayReadIsRefused() throws Exception {
-    Path password = readableByAll(Files.writeString(dir.resolve("password"), "hunter2\n"));
+    Path password = FileModes.readableByAll(Files.writeString(dir.resolve("password"), "hunter2\n"));
     assertThatThrownBy(() -> LeaseBackend.open("etcd://127.0.0.1:2379?user=alice&password-file=" + password).close())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("etcd backend: password-file=" + password + ": mode 0644 (rw-r--r--) lets others"
@@ -50,7 +46,7 @@ class EtcdSecretFilesTest {
 
   @Test
   void aClientKeyOthersMayReadIsRefused() throws Exception {
-    Path shared = readableByAll(Files.copy(key, dir.resolve("shared-key.pem")));
+    Path shared = FileModes.readableByAll(Files.copy(key, dir.resolve("shared-key.pem")));
     assertThatThrownBy(
             () -> LeaseBackend.open("etcds://127.0.0.1:2379?ca=" + ca + "&cert=" + cert + "&key=" + shared).close())
         .isInstanceOf(IllegalArgumentException.class)

@@ -6,9 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.leasehold.BackendUris;
 import io.leasehold.LeaseBackend;
 import io.leasehold.server.Certificates;
+import io.leasehold.testkit.FileModes;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -43,14 +43,14 @@ class EtcdSecureUriTest {
     cert = dir.resolve("client.pem");
     key = dir.resolve("client-key.pem");
     authority.issue("client", List.of(), Duration.ofHours(1)).writeTo(cert, key);
-    password = ownerOnly(Files.writeString(dir.resolve("password"), "pw\n"));
+    password = FileModes.ownerOnly(Files.writeString(dir.resolve("password"), "pw\n"));
   }
 
   @Test
   void badParametersAreRefusedNamingThemBeforeAnythingIsOpened() throws Exception {
     Path missing = dir.resolve("missing.pem");
     Path notPem = Files.writeString(dir.resolve("not.pem"), "hello");
-    Path empty = ownerOnly(Files.writeString(dir.resolve("empty.password"), "\n"));
+    Path empty = FileModes.ownerOnly(Files.writeString(dir.resolve("empty.password"), "\n"));
     String tls = "etcds://127.0.0.1:2379?ca=" + ca;
     record Case(String uri, String says) {}
     List<Case> cases = List.of(
@@ -120,11 +120,6 @@ class EtcdSecureUriTest {
     assertThat(BackendUris.redacted("etcd://h:1?user=a&password=hunter2&x=1")).isEqualTo("etcd://h:1?user=a&password=***&x=1");
   }
 
-  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
-  private static Path ownerOnly(Path file) throws java.io.IOException {
-    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-    return file;
-  }
 
   private static Set<String> leaseholdThreads() {
     return Thread.getAllStackTraces().keySet().stream()

@@ -10,6 +10,7 @@ import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.Ticker;
 import io.leasehold.spi.AcquireRequest;
 import io.leasehold.spi.AcquireResult;
+import io.leasehold.testkit.FileModes;
 import io.leasehold.testkit.SuiteSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -266,9 +267,7 @@ class PostgresBackendTest {
       s.execute("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA app_leases TO lh_app");
     }
     java.nio.file.Path pw = server.passwordFile().resolveSibling("app-password");
-    java.nio.file.Files.writeString(pw, "app-secret\n");
-    // The backend refuses a password file others may read.
-    java.nio.file.Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    FileModes.ownerOnly(java.nio.file.Files.writeString(pw, "app-secret\n"));
     String uri = "postgresql://127.0.0.1:" + server.port() + "/postgres?schema=app_leases"
         + "&user=lh_app&password-file=" + pw + "&create-schema=false";
     try (PostgresBackend backend = PostgresBackend.open(uri);
@@ -284,9 +283,7 @@ class PostgresBackendTest {
   @Test
   void aWrongPasswordFailsTheAcquireWithTheServersReason() throws Exception {
     java.nio.file.Path pw = server.passwordFile().resolveSibling("wrong-password");
-    java.nio.file.Files.writeString(pw, "not-the-password\n");
-    // The backend refuses a password file others may read.
-    java.nio.file.Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    FileModes.ownerOnly(java.nio.file.Files.writeString(pw, "not-the-password\n"));
     String uri = "postgresql://127.0.0.1:" + server.port() + "/postgres?user=" + PostgresServer.ADMIN
         + "&password-file=" + pw;
     try (PostgresBackend backend = PostgresBackend.open(uri);

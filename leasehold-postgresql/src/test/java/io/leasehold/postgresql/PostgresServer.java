@@ -1,5 +1,6 @@
 package io.leasehold.postgresql;
 
+import io.leasehold.testkit.FileModes;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -112,9 +113,7 @@ final class PostgresServer implements AutoCloseable {
     Path pwfile = dir.resolve("initdb-password");
     try {
       Files.writeString(pwfile, password + "\n");
-      Files.writeString(passwordFile, password + "\n");
-      // The backend refuses a password file others may read.
-      Files.setPosixFilePermissions(passwordFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+      FileModes.ownerOnly(Files.writeString(passwordFile, password + "\n"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseSettings;
+import io.leasehold.testkit.FileModes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -99,22 +100,17 @@ class PostgresUriTest {
     assertThatThrownBy(() -> LeaseBackend.open("postgresql://127.0.0.1:1/db?password-file=" + missing))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("password-file '" + missing + "' cannot be read");
-    Path empty = ownerOnly(Files.writeString(dir.resolve("empty"), "\n"));
+    Path empty = FileModes.ownerOnly(Files.writeString(dir.resolve("empty"), "\n"));
     assertThatThrownBy(() -> LeaseBackend.open("postgresql://127.0.0.1:1/db?password-file=" + empty))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("is empty");
-    Path file = ownerOnly(Files.writeString(dir.resolve("pw"), "s3cret\r\n"));
+    Path file = FileModes.ownerOnly(Files.writeString(dir.resolve("pw"), "s3cret\r\n"));
     assertThat(PostgresBackend.readPassword(file)).containsExactly('s', '3', 'c', 'r', 'e', 't');
     assertThatThrownBy(() -> PostgresBackend.builder("postgresql://127.0.0.1:1/db?password-file=" + file)
             .password("x".toCharArray()).build())
         .hasMessageContaining("either as password-file or as password(...)");
   }
 
-  /** {@return the file, made its owner's only: the backend refuses a password file others may read} */
-  private static Path ownerOnly(Path file) throws java.io.IOException {
-    Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-    return file;
-  }
 
   @Test
   void theSchemeIsFoundThroughServiceLoaderAndATooShortTtlIsRefused() {

@@ -6,11 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.leasehold.Lease;
 import io.leasehold.LeaseBackend;
 import io.leasehold.LeaseException;
+import io.leasehold.testkit.FileModes;
 import io.leasehold.testkit.SuiteSettings;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionException;
@@ -56,13 +56,9 @@ class ZooKeeperAclTest {
     ZooKeeperServers.createPath(intruder, CHROOT);
     ZooKeeperServers.createPath(intruder, OPEN_CHROOT);
     passwordFile = dir.resolve("password");
-    Files.writeString(passwordFile, "s3cret:with colon\n", StandardCharsets.UTF_8);
-    // The backend refuses a password file others may read.
-    Files.setPosixFilePermissions(passwordFile, PosixFilePermissions.fromString("rw-------"));
+    FileModes.ownerOnly(Files.writeString(passwordFile, "s3cret:with colon\n", StandardCharsets.UTF_8));
     wrongPasswordFile = dir.resolve("wrong-password");
-    Files.writeString(wrongPasswordFile, "guessed", StandardCharsets.UTF_8);
-    // The backend refuses a password file others may read.
-    Files.setPosixFilePermissions(wrongPasswordFile, PosixFilePermissions.fromString("rw-------"));
+    FileModes.ownerOnly(Files.writeString(wrongPasswordFile, "guessed", StandardCharsets.UTF_8));
     owner = org.apache.curator.framework.CuratorFrameworkFactory.builder()
         .connectString(server.getConnectString())
         .retryPolicy(new org.apache.curator.retry.RetryNTimes(20, 100))

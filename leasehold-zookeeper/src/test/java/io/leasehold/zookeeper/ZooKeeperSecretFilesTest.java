@@ -3,9 +3,9 @@ package io.leasehold.zookeeper;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.server.Certificates;
+import io.leasehold.testkit.FileModes;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -30,14 +30,10 @@ class ZooKeeperSecretFilesTest {
     authority.issue("client", List.of(), Duration.ofHours(1)).writeTo(cert, key);
   }
 
-  private static Path readableByAll(Path file) throws Exception {
-    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
-    return file;
-  }
 
   @Test
   void aPasswordFileOthersMayReadIsRefused() throws Exception {
-    Path password = readableByAll(Files.writeString(dir.resolve("password"), "hunter2\n"));
+    Path password = FileModes.readableByAll(Files.writeString(dir.resolve("password"), "hunter2\n"));
     ZooKeeperUri uri = ZooKeeperUri.parse("zookeeper://127.0.0.1:2181?user=u&password-file=" + password);
     assertThatThrownBy(() -> ZooKeeperSecurity.load(uri).close())
         .isInstanceOf(IllegalArgumentException.class)
@@ -47,7 +43,7 @@ class ZooKeeperSecretFilesTest {
 
   @Test
   void aClientKeyOthersMayReadIsRefused() throws Exception {
-    Path shared = readableByAll(Files.copy(key, dir.resolve("shared-key.pem")));
+    Path shared = FileModes.readableByAll(Files.copy(key, dir.resolve("shared-key.pem")));
     ZooKeeperUri uri =
         ZooKeeperUri.parse("zookeeper://127.0.0.1:2181?ca=" + ca + "&cert=" + cert + "&key=" + shared);
     assertThatThrownBy(() -> ZooKeeperSecurity.load(uri).close())
