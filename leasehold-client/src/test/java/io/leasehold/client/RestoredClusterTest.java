@@ -22,6 +22,7 @@ import java.io.ByteArrayOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.LocalTime;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -89,22 +90,33 @@ class RestoredClusterTest {
               new CoreNode.Restore(backup, 1_000));
 
       Lease other = others.newLease(SuiteSettings.forTtl("taken-after-the-backup", "other", TTL).operationTimeout(Duration.ofSeconds(2)).build());
-      await("another owner gets the lease")
-          .atMost(Duration.ofSeconds(60))
-          .pollInterval(Duration.ofMillis(20))
-          .until(
-              () -> {
-                boolean got;
-                try {
-                  got = Boolean.TRUE.equals(other.acquire().get(30, TimeUnit.SECONDS));
-                } catch (java.util.concurrent.ExecutionException unknownWhileTheNodeStarts) {
-                  return false;
-                }
-                if (got) {
-                  assertThat(held.checkAlive()).as("the old holder, when another owner got the lease").isFalse();
-                }
-                return got;
-              });
+      // What each refused attempt was told, for the failure message: "refused" while the restored
+      // cluster keeps its names closed, an error while the node starts.
+      List<Outcome> attempts = new CopyOnWriteArrayList<>();
+      try {
+        await("another owner gets the lease")
+            .atMost(Duration.ofSeconds(60))
+            .pollInterval(Duration.ofMillis(20))
+            .until(
+                () -> {
+                  boolean got;
+                  try {
+                    got = Boolean.TRUE.equals(other.acquire().get(30, TimeUnit.SECONDS));
+                  } catch (java.util.concurrent.ExecutionException unknownWhileTheNodeStarts) {
+                    note(attempts, unknownWhileTheNodeStarts.getCause().toString());
+                    return false;
+                  }
+                  if (!got) {
+                    note(attempts, "refused");
+                  }
+                  if (got) {
+                    assertThat(held.checkAlive()).as("the old holder, when another owner got the lease").isFalse();
+                  }
+                  return got;
+                });
+      } catch (org.awaitility.core.ConditionTimeoutException e) {
+        throw new AssertionError("no acquire on the restored cluster succeeded; its attempts: " + attempts, e);
+      }
       assertThat(losses).as("the old holder was told (by its watch, or by the new identity)").isNotEmpty();
       // The lease in the backup too, on the same session: nothing but the identity tells.
       await("the holder of a lease the backup has learns it talks to another cluster")
@@ -115,6 +127,36 @@ class RestoredClusterTest {
         assertThat(l.detail()).contains("another cluster");
       });
       assertThat(other.fencingToken().orElseThrow()).as("tokens go on above the old cluster's").isGreaterThan(1_000);
+    }
+  }
+
+  /** Keeps the outcomes in order, a run of equal ones as one entry: its count, first and last time. */
+  private static void note(List<Outcome> attempts, String outcome) {
+    LocalTime now = LocalTime.now();
+    Outcome last = attempts.isEmpty() ? null : attempts.get(attempts.size() - 1);
+    if (last != null && last.what.equals(outcome)) {
+      last.count++;
+      last.last = now;
+    } else {
+      attempts.add(new Outcome(outcome, now));
+    }
+  }
+
+  private static final class Outcome {
+    final String what;
+    final LocalTime first;
+    LocalTime last;
+    int count = 1;
+
+    Outcome(String what, LocalTime at) {
+      this.what = what;
+      this.first = at;
+      this.last = at;
+    }
+
+    @Override
+    public String toString() {
+      return count + " × " + what + " (" + first + " to " + last + ")";
     }
   }
 

@@ -155,7 +155,10 @@ class MembershipChangeTest {
     System.out.println("replace-node with the leader " + leader + " killed: " + interrupted + "; run again: " + again);
     assertThat(again.exitCode()).as("interrupted: " + interrupted + "; again: " + again).isEqualTo(0);
     assertThat(again.out()).containsAnyOf("1/2 removed n3", "1/2 done before: n3").containsAnyOf("2/2 added n4", "2/2 done before: n4");
-    MembersResponse members = (MembersResponse) membersOf(follower);
+    // The killed leader restarts and an election may be under way: until a leader is known the
+    // node answers UNAVAILABLE, so wait for an answer instead of taking the first one.
+    MembersResponse members = (MembersResponse) await("the members after the change").atMost(WAIT).ignoreExceptions()
+        .until(() -> membersOf(follower), m -> m instanceof MembersResponse);
     assertThat(members.getMembersList()).extracting(m -> m.getId()).containsExactly("n1", "n2", "n4");
 
     // The client follows: n4 in, n3 out, without a restart; with n1, the only node it was given,
