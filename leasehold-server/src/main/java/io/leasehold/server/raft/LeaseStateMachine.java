@@ -15,19 +15,13 @@ import io.leasehold.server.state.Query;
 import io.leasehold.server.state.Reply;
 import io.leasehold.server.state.SnapshotCopy;
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.File;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.ratis.io.MD5Hash;
@@ -38,7 +32,6 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
-import org.apache.ratis.server.storage.FileInfo;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.SnapshotInfo;
 import org.apache.ratis.statemachine.StateMachineStorage;
@@ -69,6 +62,15 @@ public final class LeaseStateMachine extends BaseStateMachine {
   private final ClusterClock clock;
   private final Function<Command, CompletableFuture<Reply>> writeLocally;
   private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
+  /** Writes snapshots, one at a time, off the applying thread. */
+  private final java.util.concurrent.ExecutorService snapshotThread =
+      java.util.concurrent.Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "leasehold-snapshot-writer");
+            t.setDaemon(true);
+            return t;
+          });
+  private SnapshotWriter snapshots;
   private volatile RaftServer.Division division;
   private volatile long loadedSnapshotIndex = -1;
   private final CompletableFuture<Void> closed = new CompletableFuture<>();
@@ -122,6 +124,10 @@ public final class LeaseStateMachine extends BaseStateMachine {
     super.initialize(server, groupId, raftStorage);
     division = server.getDivision(groupId);
     storage.init(raftStorage);
+    snapshots =
+        new SnapshotWriter(
+            String.valueOf(getId()), storage, snapshotThread, this::published, () -> loadedSnapshotIndex);
+    snapshots.removeLeftovers();
     if (restore != null) {
       if (storage.loadLatestSnapshot() != null) {
         throw new IOException("a node with a snapshot cannot be restored from a backup");
@@ -138,8 +144,23 @@ public final class LeaseStateMachine extends BaseStateMachine {
    */
   @Override
   public void close() throws IOException {
-    super.close();
-    closed.complete(null);
+    try {
+      if (snapshots != null) {
+        snapshots.close();
+      }
+    } finally {
+      snapshotThread.shutdown();
+      super.close();
+      closed.complete(null);
+    }
+  }
+
+  /** A snapshot the writer put in place: the newest one from now on, unless one is newer. */
+  private void published(SingleFileSnapshotInfo written) {
+    SnapshotInfo known = latestSnapshot;
+    if (known == null || written.getIndex() > known.getIndex()) {
+      latestSnapshot = written;
+    }
   }
 
   /** {@return completes once Ratis has closed this state machine (see {@link #close()})} */
@@ -231,9 +252,7 @@ public final class LeaseStateMachine extends BaseStateMachine {
     state.readSnapshot(new java.io.ByteArrayInputStream(restore.body()));
     state.bumpRevision(restoreBump);
     state.markRestored(); // another cluster: its first leader gives it an identity of its own
-    TermIndex first = TermIndex.valueOf(0, 0);
-    File file = storage.getSnapshotFile(first.getTerm(), first.getIndex());
-    writeSnapshotFile(file, first);
+    snapshots.writeNow(TermIndex.valueOf(0, 0), state.freeze()::writeTo);
     log.info(
         "{}: restored a backup at revision {} (taken at {}); revisions continue from {}",
         getId(), restore.revision(), java.time.Instant.ofEpochMilli(restore.takenAtMillis()), state.revision());
@@ -242,30 +261,9 @@ public final class LeaseStateMachine extends BaseStateMachine {
 
   @Override
   public long takeSnapshot() throws IOException {
-    // Runs on the applying thread, so the state and the last applied index agree.
-    TermIndex last = getLastAppliedTermIndex();
-    File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
-    writeSnapshotFile(file, last);
-    return last.getIndex();
-  }
-
-  /** Writes the state as the snapshot at {@code at}: atomically, on disk, with its MD5 beside it. */
-  private void writeSnapshotFile(File file, TermIndex at) throws IOException {
-    File tmp = new File(file.getParentFile(), file.getName() + ".tmp");
-    try (FileOutputStream fileOut = new FileOutputStream(tmp);
-        OutputStream out = new BufferedOutputStream(fileOut)) {
-      state.writeSnapshot(out);
-      out.flush();
-      // On disk before Ratis may purge the log entries it replaces.
-      fileOut.getFD().sync();
-    }
-    Files.move(tmp.toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
-    syncDirectory(file.getParentFile().toPath());
-    MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
-    SingleFileSnapshotInfo written = new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), at);
-    storage.updateLatestSnapshot(written);
-    latestSnapshot = written;
-    log.info("{}: wrote snapshot {} ({} bytes)", getId(), file.getName(), file.length());
+    // Runs on the applying thread, so the copy of the state and the last applied index agree;
+    // the copy is written on the snapshot writer's thread (see SnapshotWriter).
+    return snapshots.take(getLastAppliedTermIndex(), () -> state.freeze()::writeTo);
   }
 
   /**
@@ -319,12 +317,6 @@ public final class LeaseStateMachine extends BaseStateMachine {
   }
 
   /** Makes a rename in {@code dir} durable (its entry written), as a file's own sync does not. */
-  private static void syncDirectory(java.nio.file.Path dir) throws IOException {
-    try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
-      channel.force(true);
-    }
-  }
-
   @Override
   public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
     LogEntryProto entry = trx.getLogEntry();

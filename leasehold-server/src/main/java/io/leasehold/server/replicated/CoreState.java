@@ -1020,9 +1020,45 @@ public final class CoreState {
    * serialising and writing do not, so reads and keep-alives are not held up by the disk.
    */
   public long writeSnapshot(OutputStream out) throws IOException {
-    SnapshotBody body = snapshotBody();
-    SnapshotCodec.write(body, snapshotFormat, out);
-    return body.getRevision();
+    Frozen copy = freeze();
+    copy.writeTo(out);
+    return copy.revision();
+  }
+
+  /**
+   * {@return a copy of the whole state as it is now, for {@link Frozen#writeTo} to write later}
+   * Taken under the lock in O(keys + sessions + clients) reference copies, without serialising
+   * anything: the state machine takes it on the applying thread and writes it on another, so
+   * applies go on while a snapshot goes to disk.
+   */
+  public Frozen freeze() {
+    return new Frozen(snapshotBody(), snapshotFormat);
+  }
+
+  /** A copy of the whole state, written as a snapshot without holding the state's lock. */
+  public static final class Frozen {
+    private final SnapshotBody body;
+    private final int format;
+
+    private Frozen(SnapshotBody body, int format) {
+      this.body = body;
+      this.format = format;
+    }
+
+    /** {@return the revision (the last fencing token issued) of the copy} */
+    public long revision() {
+      return body.getRevision();
+    }
+
+    /**
+     * Writes the copy as {@link #writeSnapshot} does.
+     *
+     * @param out where to (not closed)
+     * @throws IOException if {@code out} fails
+     */
+    public void writeTo(OutputStream out) throws IOException {
+      SnapshotCodec.write(body, format, out);
+    }
   }
 
   /**
