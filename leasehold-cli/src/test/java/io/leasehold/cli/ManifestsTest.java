@@ -3,11 +3,15 @@ package io.leasehold.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.leasehold.client.CoreBackendProvider;
 import io.leasehold.server.NodeConfig;
 import io.leasehold.server.NodeConfig.StartMode;
 import io.leasehold.server.Peer;
+import io.leasehold.server.TlsConfig;
 import io.leasehold.server.http.StatusHttpServer;
+import io.leasehold.spi.SecretFiles;
 import java.io.IOException;
+import java.lang.reflect.Method;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -16,12 +20,15 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -56,6 +63,7 @@ class ManifestsTest {
   private static final Path KUBERNETES = Path.of("../deploy/kubernetes");
   private static final Path CORE = KUBERNETES.resolve("core");
   private static final Path APP_RBAC = KUBERNETES.resolve("app-rbac");
+  private static final Path ADMIN = KUBERNETES.resolve("admin");
   private static final Path DOCKERFILE = Path.of("../deploy/docker/Dockerfile");
 
   /** The namespace the pods are pretended to run in (the manifests name none: `kubectl -n`). */
@@ -63,17 +71,36 @@ class ManifestsTest {
 
   private static final String BOOTSTRAP_CONFIG_MAP = "leasehold-bootstrap";
 
+  /** The Secret the nodes' certificate is in (docs/deploy-kubernetes.md; cert-manager writes it). */
+  private static final String TLS_SECRET = "leasehold-core-tls";
+
+  /** The root identity a new cluster is made with (docs/deploy-kubernetes.md). */
+  private static final String ROOT_IDENTITY = "CN=leasehold-admin";
+
+  /** The Secret of the admin pod's client certificate, whose subject is {@link #ROOT_IDENTITY}. */
+  private static final String ADMIN_SECRET = "leasehold-admin-tls";
+
+  /** The keys of a Secret that cert-manager's Certificate writes: the authority, the certificate, its key. */
+  private static final List<String> TLS_SECRET_KEYS = List.of("ca.crt", "tls.crt", "tls.key");
+
   private static final Map<String, String> API_VERSIONS =
       Map.of(
           "StatefulSet", "apps/v1",
           "Service", "v1",
           "ServiceAccount", "v1",
           "ConfigMap", "v1",
+          "Pod", "v1",
           "PodDisruptionBudget", "policy/v1",
           "Role", "rbac.authorization.k8s.io/v1",
           "RoleBinding", "rbac.authorization.k8s.io/v1");
 
   @TempDir Path tmp;
+
+  /** The namespace the pods run in for this test: {@link #NAMESPACE} unless a test says otherwise. */
+  private String namespace = NAMESPACE;
+
+  /** The keys of the TLS Secret the kubelet finds (cert-manager's shape unless a test drops one). */
+  private final Set<String> secretKeys = new LinkedHashSet<>(TLS_SECRET_KEYS);
 
   private List<Map<String, Object>> core;
   private Map<String, Object> statefulSet;
@@ -94,6 +121,7 @@ class ManifestsTest {
   void everyManifestIsAnObjectOfAStableApiWithANameAndNoNamespace() throws IOException {
     List<Map<String, Object>> all = new ArrayList<>(core);
     all.addAll(manifests(APP_RBAC));
+    all.addAll(manifests(ADMIN));
     Set<String> seen = new HashSet<>();
     for (Map<String, Object> doc : all) {
       String kind = str(doc, "kind");
@@ -214,6 +242,167 @@ class ManifestsTest {
   }
 
   @Test
+  void theNodesSpeakTlsWithTheFilesOfTheSecretTheyMount() throws Exception {
+    ServerLine line = runEntrypoint(str(statefulSet, "metadata.name") + "-0", null).serverLine();
+    assertThat(line.config.tls()).as("TLS, by default").isNotNull();
+    assertThat(line.config.tls().clientAuth()).as("clients must show a certificate").isEqualTo(TlsConfig.ClientAuth.REQUIRE);
+    // The flags name the keys of cert-manager's Secret, in the directory a Secret volume is mounted at.
+    Map<String, String> keyOf = Map.of("--tls-cert", "tls.crt", "--tls-key", "tls.key", "--tls-ca", "ca.crt");
+    assertThat(line.tlsFiles).as("the TLS flags").containsOnlyKeys(keyOf.keySet());
+    Map<String, Object> mount = null;
+    for (Map.Entry<String, String> flag : line.tlsFiles.entrySet()) {
+      Path file = Path.of(flag.getValue());
+      assertThat(file.getFileName()).as("%s names the Secret's key", flag.getKey()).hasToString(keyOf.get(flag.getKey()));
+      Map<String, Object> at = secretMountAt(file.getParent().toString());
+      assertThat(mount == null || mount == at).as("%s: the three files in one Secret's mount", flag.getKey()).isTrue();
+      mount = at;
+    }
+    assertThat(mount.get("readOnly")).as("the Secret's mount is read-only").isEqualTo(true);
+    assertThat(mount).as("a whole Secret, not a subPath: the kubelet updates only whole Secret mounts, and the"
+        + " node re-reads changed files").doesNotContainKey("subPath");
+    Map<String, Object> secret = mapAt(volume(str(mount, "name")), "secret");
+    assertThat(secret.get("secretName")).as("the Secret the docs and the cert-manager example name").isEqualTo(TLS_SECRET);
+    assertThat(secret.get("optional")).as("without the Secret the pod waits: it never starts without TLS")
+        .isIn(null, false);
+    assertThat(secret).as("every key of the Secret, by its own name").doesNotContainKey("items");
+  }
+
+  /**
+   * The mode the kubelet gives the key file (a Secret volume's files are root's; with an fsGroup
+   * their group is it and they are made group-readable, 0440 on a read-only volume), judged by the
+   * node's own check, {@code SecretFiles} (leasehold-spi), that a key file is its owner's only.
+   */
+  @Test
+  void theKeyFileIsTheOwnersOnlyAsTheNodeChecksAndTheNodeCanReadIt() throws Exception {
+    ServerLine line = runEntrypoint(str(statefulSet, "metadata.name") + "-0", null).serverLine();
+    Path key = Path.of(line.tlsFiles.get("--tls-key"));
+    assertKeyIsOwnerOnlyAndReadable(podSpec, mapAt(volume(str(secretMountAt(key.getParent().toString()), "name")), "secret"), key);
+  }
+
+  /** Judges a key file of a Secret volume as the kubelet makes it and the node or client checks it. */
+  private static void assertKeyIsOwnerOnlyAndReadable(Map<String, Object> podSpec, Map<String, Object> secret, Path key)
+      throws ReflectiveOperationException {
+    Object defaultMode = secret.getOrDefault("defaultMode", 0644);
+    assertThat(defaultMode).as("defaultMode (YAML 0400 is octal, 256)").isInstanceOf(Integer.class);
+    Map<String, Object> pod = mapAt(podSpec, "securityContext");
+    Object fsGroup = pod.get("fsGroup");
+    assertThat(fsGroup).as("fsGroup: without it the Secret's files are root's alone, and user %s cannot read %s",
+        pod.get("runAsUser"), key).isNotNull();
+    assertThat(pod.get("runAsUser")).as("the process runs as another user than root, the files' owner").isNotEqualTo(0);
+    int mode = (Integer) defaultMode | 0440; // kubelet: group fsGroup, g+r (read-only volume)
+    Set<PosixFilePermission> kubelet = permissions(mode);
+    assertThat(ownerOnlyProblem(kubelet, true, key)).as("the check of key file %s, mode %s, root's, group %s",
+        key, PosixFilePermissions.toString(kubelet), fsGroup).isNull();
+    // The check is the one that refuses what it should (so that null above means something).
+    assertThat(ownerOnlyProblem(permissions(0644), true, key)).as("Kubernetes' default mode 0644").isNotNull();
+    // Read through the group fsGroup, which the kubelet adds to the container's groups.
+    assertThat(kubelet).as("the group may read %s", key).contains(PosixFilePermission.GROUP_READ);
+  }
+
+  @Test
+  void withoutEveryFileOfTheSecretTheNodeDoesNotStartAndPlaintextMustBeAskedFor() throws Exception {
+    String pod = str(statefulSet, "metadata.name") + "-1";
+    for (String missing : TLS_SECRET_KEYS) {
+      secretKeys.clear();
+      secretKeys.addAll(TLS_SECRET_KEYS);
+      secretKeys.remove(missing);
+      Entrypoint run = runEntrypoint(pod, null);
+      assertThat(run.status).as("without %s; stderr: %s", missing, run.err).isEqualTo(2);
+      assertThat(run.err).as("names the file and the Secret").contains(missing).contains(TLS_SECRET);
+      assertThat(run.javaArgs).as("java not started").isEmpty();
+    }
+    secretKeys.clear();
+    Entrypoint plaintext = runEntrypoint(pod, "yes", Map.of("LEASEHOLD_TLS", "off"));
+    ServerLine line = plaintext.serverLine();
+    assertThat(line.config.tls()).as("LEASEHOLD_TLS=off").isNull();
+    assertThat(line.tlsFiles).isEmpty();
+    assertThat(line.config.access().rootIdentity()).as("no root identity without TLS (the server refuses one)").isNull();
+    assertThat(plaintext.err).contains("plaintext");
+
+    Entrypoint typo = runEntrypoint(pod, null, Map.of("LEASEHOLD_TLS", "true"));
+    assertThat(typo.status).as("LEASEHOLD_TLS neither on nor off; stderr: %s", typo.err).isEqualTo(2);
+    assertThat(typo.err).contains("LEASEHOLD_TLS").contains("\"true\"");
+    assertThat(typo.javaArgs).as("java not started").isEmpty();
+  }
+
+  @Test
+  void aNewClusterTurnsAccessControlOnWithTheDocumentedRootIdentity() throws Exception {
+    String pod = str(statefulSet, "metadata.name") + "-2";
+    String root = envValue("LEASEHOLD_ROOT_IDENTITY");
+    assertThat(root).as("the root identity the docs and the cert-manager example's admin certificate name").isEqualTo(ROOT_IDENTITY);
+    NodeConfig bootstrap = runEntrypoint(pod, "yes").serverLine().config;
+    assertThat(bootstrap.startMode()).isEqualTo(StartMode.BOOTSTRAP);
+    assertThat(bootstrap.access().rootIdentity()).as("--root-identity at the first start").isEqualTo(ROOT_IDENTITY);
+    Files.createDirectories(dataDirOnDisk());
+    Files.writeString(dataDirOnDisk().resolve("raft-meta"), "data");
+    NodeConfig later = runEntrypoint(pod, null).serverLine().config;
+    assertThat(later.access().rootIdentity()).as("no --root-identity on later starts (the log holds it)").isNull();
+    NodeConfig off = runEntrypoint(pod, "yes", Map.of("LEASEHOLD_ROOT_IDENTITY", "")).serverLine().config;
+    assertThat(off.access().rootIdentity()).as("LEASEHOLD_ROOT_IDENTITY empty: access control off").isNull();
+  }
+
+  @Test
+  void theAdminPodReachesEveryNodeOverTlsAsTheRootIdentity() throws Exception {
+    Map<String, Object> admin = only(manifests(ADMIN), "Pod");
+    Map<String, Object> spec = mapAt(admin, "spec");
+    List<Object> containers = listAt(spec, "containers");
+    assertThat(containers).hasSize(1);
+    Map<String, Object> own = map(containers.get(0), "the admin pod's container");
+    assertThat(own.get("image")).as("the core's image").isEqualTo(container.get("image"));
+    Map<String, Object> labels = mapAt(admin, "metadata.labels");
+    assertThat(labels.entrySet().containsAll(mapAt(statefulSet, "spec.selector.matchLabels").entrySet()))
+        .as("the admin pod's labels %s: not a core pod's (the Services and the budget must not pick it)", labels).isFalse();
+
+    // $LEASEHOLD_BACKEND as the kubelet expands it: the nodes as --peers names them, over TLS.
+    Map<String, String> env = new LinkedHashMap<>();
+    for (Object e : listAt(own, "env")) {
+      Map<String, Object> var = map(e, "an env entry");
+      if (var.containsKey("valueFrom")) {
+        assertThat(str(var, "valueFrom.fieldRef.fieldPath")).isEqualTo("metadata.namespace");
+        env.put(str(var, "name"), NAMESPACE);
+      } else {
+        env.put(str(var, "name"), expand(str(var, "value"), env));
+      }
+    }
+    String uri = env.get("LEASEHOLD_BACKEND");
+    assertThat(uri).as("$LEASEHOLD_BACKEND, which every command reads").startsWith("leaseholds://");
+    ServerLine line = runEntrypoint(str(statefulSet, "metadata.name") + "-0", null).serverLine();
+    assertThat(CoreBackendProvider.endpoints(uri)).as("the URI's nodes: --peers's, so a leader hint is followed")
+        .extracting(a -> a.getHostString() + ":" + a.getPort())
+        .containsExactlyElementsOf(line.config.peers().stream().map(p -> p.host() + ":" + p.clientPort()).toList());
+    Map<String, String> files = new LinkedHashMap<>();
+    for (String parameter : uri.substring(uri.indexOf('?') + 1).split("&")) {
+      String[] kv = parameter.split("=", 2);
+      files.put(kv[0], kv[1]);
+    }
+    assertThat(files).as("the URI's files").containsOnlyKeys("ca", "cert", "key");
+    Map<String, Object> mount = null;
+    for (Object m : listAt(own, "volumeMounts")) {
+      Map<String, Object> candidate = map(m, "a volume mount");
+      if (Path.of(files.get("key")).getParent().equals(Path.of(str(candidate, "mountPath")))) {
+        mount = candidate;
+      }
+    }
+    assertThat(mount).as("a mount at the directory of key=%s", files.get("key")).isNotNull();
+    assertThat(files).as("cert-manager's keys in that mount").containsEntry("ca", str(mount, "mountPath") + "/ca.crt")
+        .containsEntry("cert", str(mount, "mountPath") + "/tls.crt").containsEntry("key", str(mount, "mountPath") + "/tls.key");
+    Map<String, Object> secret = null;
+    for (Object v : listAt(spec, "volumes")) {
+      Map<String, Object> volume = map(v, "a volume");
+      if (volume.get("name").equals(mount.get("name"))) {
+        secret = mapAt(volume, "secret");
+      }
+    }
+    assertThat(secret).as("the volume at %s is a Secret", mount.get("mountPath")).isNotNull();
+    assertThat(secret.get("secretName")).isEqualTo(ADMIN_SECRET);
+    assertKeyIsOwnerOnlyAndReadable(spec, secret, Path.of(files.get("key")));
+    assertThat(mapAt(own, "securityContext").get("readOnlyRootFilesystem")).isEqualTo(true);
+    assertThat(listAt(own, "volumeMounts")).as("a writable /tmp (the JVM's, and backups)")
+        .anyMatch(m -> "/tmp".equals(map(m, "a mount").get("mountPath")));
+    assertThat(mapAt(spec, "securityContext").get("runAsUser")).as("the image's user").isEqualTo(dockerfile().uid);
+  }
+
+  @Test
   void theProbesAskTheHttpPortForPathsTheNodeServes() throws Exception {
     ServerLine line = runEntrypoint(str(statefulSet, "metadata.name") + "-0", null).serverLine();
     Map<String, String> expected = Map.of("startupProbe", "/healthz", "livenessProbe", "/healthz", "readinessProbe", "/readyz");
@@ -315,20 +504,37 @@ class ManifestsTest {
   // ---- the entrypoint, run as the pod runs it
 
   /** What one run of the entrypoint did: its exit status, stderr, java's arguments, names resolved. */
-  private record Entrypoint(int status, String err, List<String> javaArgs, List<String> resolved) {
+  private record Entrypoint(int status, String err, List<String> javaArgs, List<String> resolved, Path root) {
     ServerLine serverLine() {
       assertThat(status).as("entrypoint's exit status; stderr: %s", err).isZero();
-      return ServerLine.parse(javaArgs);
+      return ServerLine.parse(javaArgs, root);
     }
   }
 
   /** The command line java got: its options, the jar, and {@code leasehold server} as it reads its flags. */
-  private record ServerLine(List<String> jvmOptions, String jar, NodeConfig config, Integer httpPort, String dataDir) {
-    static ServerLine parse(List<String> javaArgs) {
+  private record ServerLine(
+      List<String> jvmOptions, String jar, NodeConfig config, Integer httpPort, String dataDir, Map<String, String> tlsFiles) {
+
+    /** The flags that name TLS files, which config() requires to be there. */
+    static final List<String> TLS_FLAGS = List.of("--tls-cert", "--tls-key", "--tls-ca");
+
+    /**
+     * @param javaArgs java's arguments, paths as the container sees them
+     * @param root where the container's Secrets are mounted in this test, for the checks of
+     *     config() that the TLS files are readable
+     */
+    static ServerLine parse(List<String> javaArgs, Path root) {
       int jar = javaArgs.indexOf("-jar");
       assertThat(jar).as("java's arguments %s", javaArgs).isNotNegative();
-      List<String> leasehold = javaArgs.subList(jar + 2, javaArgs.size());
+      List<String> leasehold = new ArrayList<>(javaArgs.subList(jar + 2, javaArgs.size()));
       assertThat(leasehold).as("the command").first().isEqualTo("server");
+      Map<String, String> tlsFiles = new LinkedHashMap<>();
+      for (int i = 0; i < leasehold.size() - 1; i++) {
+        if (TLS_FLAGS.contains(leasehold.get(i))) {
+          assertThat(tlsFiles.put(leasehold.get(i), leasehold.get(i + 1))).as("%s twice", leasehold.get(i)).isNull();
+          leasehold.set(i + 1, root + leasehold.get(i + 1));
+        }
+      }
       // Every flag the container passes is one `leasehold server` accepts: an unknown or
       // malformed one fails here with picocli's message, a bad value in config().
       ParseResult parsed = Main.commandLine().parseArgs(leasehold.toArray(String[]::new)).subcommand();
@@ -337,7 +543,7 @@ class ManifestsTest {
       Integer httpPort = parsed.matchedOptionValue("--http-port", null);
       assertThat(httpPort).as("--http-port (the probes need it)").isNotNull();
       String dataDir = config.dataDir().toString();
-      return new ServerLine(javaArgs.subList(0, jar), javaArgs.get(jar + 1), config, httpPort, dataDir);
+      return new ServerLine(javaArgs.subList(0, jar), javaArgs.get(jar + 1), config, httpPort, dataDir, tlsFiles);
     }
   }
 
@@ -355,6 +561,15 @@ class ManifestsTest {
    * holding {@code bootstrap} (null: no such ConfigMap).
    */
   private Entrypoint runEntrypoint(String pod, String bootstrap) throws IOException, InterruptedException {
+    return runEntrypoint(pod, bootstrap, Map.of());
+  }
+
+  /**
+   * Runs the container's command as {@link #runEntrypoint(String, String)} does, with the
+   * environment variables in {@code overrides} replaced (a null value: removed).
+   */
+  private Entrypoint runEntrypoint(String pod, String bootstrap, Map<String, String> overrides)
+      throws IOException, InterruptedException {
     Path bin = Files.createDirectories(tmp.resolve("bin"));
     Path javaOut = tmp.resolve("java.out");
     Path resolved = tmp.resolve("getent.out");
@@ -364,8 +579,20 @@ class ManifestsTest {
     executable(bin.resolve("getent"), "#!/bin/sh\necho \"$2\" >> '" + resolved + "'\necho \"10.1.2.3 $2\"\n");
 
     Map<String, String> env = podEnvironment(pod, bootstrap);
-    // The data directory, an absolute path in the container, lies under this test's directory.
+    // The data directory, an absolute path in the container, lies under this test's directory;
+    // so do the Secrets' mounts (mountSecrets), and the TLS directory with them.
     env.put("LEASEHOLD_DATA_DIR", containerRoot() + env.get("LEASEHOLD_DATA_DIR"));
+    if (env.containsKey("LEASEHOLD_TLS_DIR")) {
+      env.put("LEASEHOLD_TLS_DIR", containerRoot() + env.get("LEASEHOLD_TLS_DIR"));
+    }
+    for (Map.Entry<String, String> o : overrides.entrySet()) {
+      if (o.getValue() == null) {
+        env.remove(o.getKey());
+      } else {
+        env.put(o.getKey(), o.getValue());
+      }
+    }
+    mountSecrets();
     List<String> command = new ArrayList<>();
     for (Object part : listAt(container, "command")) {
       command.add(expand(String.valueOf(part), env));
@@ -391,7 +618,86 @@ class ManifestsTest {
         process.exitValue(),
         Files.readString(tmp.resolve("stderr")),
         javaArgsInContainer,
-        Files.exists(resolved) ? Files.readAllLines(resolved) : List.of());
+        Files.exists(resolved) ? Files.readAllLines(resolved) : List.of(),
+        containerRoot());
+  }
+
+  /**
+   * Mounts every Secret volume of the container as the kubelet does, under {@link #containerRoot}:
+   * one file per key of {@link #secretKeys} in the mount's directory (placeholders: config()
+   * checks that the files are there, the node reads them only when it starts).
+   */
+  private void mountSecrets() throws IOException {
+    for (Object m : listAt(container, "volumeMounts")) {
+      Map<String, Object> mount = map(m, "a volume mount");
+      Map<String, Object> volume = volume(str(mount, "name"));
+      if (!volume.containsKey("secret")) {
+        continue;
+      }
+      Path dir = containerRoot().resolve(str(mount, "mountPath").substring(1));
+      if (Files.isDirectory(dir)) {
+        try (Stream<Path> old = Files.list(dir)) {
+          for (Path f : old.toList()) {
+            Files.delete(f);
+          }
+        }
+      }
+      Files.createDirectories(dir);
+      for (String key : secretKeys) {
+        Files.writeString(dir.resolve(key), "placeholder " + key + "\n");
+      }
+    }
+  }
+
+  /** {@return the container's mount of a Secret volume at exactly {@code dir}}; fails if there is none */
+  private Map<String, Object> secretMountAt(String dir) {
+    for (Object m : listAt(container, "volumeMounts")) {
+      Map<String, Object> mount = map(m, "a volume mount");
+      if (Path.of(str(mount, "mountPath")).equals(Path.of(dir))) {
+        assertThat(volume(str(mount, "name"))).as("the volume mounted at %s", dir).containsKey("secret");
+        return mount;
+      }
+    }
+    return fail("no volume is mounted at " + dir + ", where the TLS flags name files");
+  }
+
+  private static Set<PosixFilePermission> permissions(int mode) {
+    Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
+    for (PosixFilePermission p : PosixFilePermission.values()) {
+      if ((mode & (1 << (8 - p.ordinal()))) != 0) {
+        set.add(p);
+      }
+    }
+    return set;
+  }
+
+  /**
+   * {@return why the node would refuse a key file of these permissions, or null}: the node's own
+   * check, {@code SecretFiles.problem} (package-private in leasehold-spi), called by reflection,
+   * since a file owned by root cannot be made here.
+   */
+  private static String ownerOnlyProblem(Set<PosixFilePermission> permissions, boolean ownedByRoot, Path file)
+      throws ReflectiveOperationException {
+    Method problem = SecretFiles.class.getDeclaredMethod("problem", Set.class, boolean.class, Path.class);
+    problem.setAccessible(true);
+    return (String) problem.invoke(null, permissions, ownedByRoot, file);
+  }
+
+  /** {@return the pod's volume named {@code name}} */
+  private Map<String, Object> volume(String name) {
+    for (Object v : listAt(podSpec, "volumes")) {
+      Map<String, Object> volume = map(v, "a volume");
+      if (name.equals(volume.get("name"))) {
+        return volume;
+      }
+    }
+    for (Object t : listAt(statefulSet, "spec.volumeClaimTemplates")) {
+      Map<String, Object> claim = map(t, "a volumeClaimTemplate");
+      if (name.equals(str(claim, "metadata.name"))) {
+        return Map.of("name", name, "persistentVolumeClaim", claim);
+      }
+    }
+    return fail("the container mounts volume " + name + ", which the pod does not have");
   }
 
   /** The container's environment as the kubelet makes it for {@code pod}. */
@@ -409,7 +715,7 @@ class ManifestsTest {
         String field = str(from, "fieldRef.fieldPath");
         switch (field) {
           case "metadata.name" -> env.put(name, pod);
-          case "metadata.namespace" -> env.put(name, NAMESPACE);
+          case "metadata.namespace" -> env.put(name, namespace);
           default -> fail("env " + name + ": fieldRef " + field + " is not simulated here");
         }
       } else if (from.containsKey("configMapKeyRef")) {
