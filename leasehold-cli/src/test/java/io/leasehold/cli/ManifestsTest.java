@@ -90,6 +90,7 @@ class ManifestsTest {
           "ServiceAccount", "v1",
           "ConfigMap", "v1",
           "Pod", "v1",
+          "NetworkPolicy", "networking.k8s.io/v1",
           "PodDisruptionBudget", "policy/v1",
           "Role", "rbac.authorization.k8s.io/v1",
           "RoleBinding", "rbac.authorization.k8s.io/v1");
@@ -134,7 +135,7 @@ class ManifestsTest {
       assertThat(seen.add(kind + "/" + name)).as("%s %s defined twice", kind, name).isTrue();
     }
     assertThat(core).extracting(d -> d.get("kind"))
-        .containsExactlyInAnyOrder("ServiceAccount", "StatefulSet", "Service", "Service", "PodDisruptionBudget");
+        .containsExactlyInAnyOrder("ServiceAccount", "StatefulSet", "Service", "Service", "PodDisruptionBudget", "NetworkPolicy");
   }
 
   @Test
@@ -400,6 +401,47 @@ class ManifestsTest {
     assertThat(listAt(own, "volumeMounts")).as("a writable /tmp (the JVM's, and backups)")
         .anyMatch(m -> "/tmp".equals(map(m, "a mount").get("mountPath")));
     assertThat(mapAt(spec, "securityContext").get("runAsUser")).as("the image's user").isEqualTo(dockerfile().uid);
+  }
+
+  @Test
+  void theNetworkPolicyAdmitsEachPortOnlyFromWhomItServes() throws Exception {
+    Map<String, Object> policy = only(core, "NetworkPolicy");
+    Map<String, Object> labels = mapAt(statefulSet, "spec.template.metadata.labels");
+    Map<String, Object> selector = mapAt(policy, "spec.podSelector.matchLabels");
+    assertThat(selector).as("the policy's pod selector").isNotEmpty();
+    assertThat(labels).as("pod labels, against the policy's selector").containsAllEntriesOf(selector);
+    assertThat(listAt(policy, "spec.policyTypes")).as("ingress denied but for the rules").containsExactly("Ingress");
+    Map<String, Object> clientLabel = Map.of("leasehold.io/client", "true");
+    Map<String, Object> monitoringLabel = Map.of("leasehold.io/monitoring", "true");
+    Map<Integer, List<Map<String, Object>>> from = new HashMap<>();
+    for (Object r : listAt(policy, "spec.ingress")) {
+      Map<String, Object> rule = map(r, "an ingress rule");
+      // A rule without "from", or with an empty one, admits every source.
+      assertThat(listAt(rule, "from")).as("a rule's sources").isNotEmpty();
+      for (Object p : listAt(rule, "ports")) {
+        Map<String, Object> port = map(p, "a rule's port");
+        assertThat(port.getOrDefault("protocol", "TCP")).isEqualTo("TCP");
+        assertThat(port).doesNotContainKey("endPort");
+        List<Map<String, Object>> peers = from.computeIfAbsent(containerPort(port.get("port")), k -> new ArrayList<>());
+        for (Object f : listAt(rule, "from")) {
+          Map<String, Object> peer = map(f, "a source");
+          assertThat(peer).as("a source").doesNotContainKey("ipBlock");
+          peers.add(peer);
+        }
+      }
+    }
+    Map<String, Integer> ports = containerPorts();
+    assertThat(from.keySet()).as("every port the container and the Services expose has its rule")
+        .containsExactlyInAnyOrderElementsOf(ports.values());
+    Map<String, Object> corePods = Map.of("podSelector", Map.of("matchLabels", selector));
+    assertThat(from.get(ports.get("raft"))).as("the Raft port: the core's pods only").containsExactly(corePods);
+    assertThat(from.get(ports.get("client"))).as("the client port: nodes, labelled pods here, labelled namespaces")
+        .containsExactlyInAnyOrder(corePods, Map.of("podSelector", Map.of("matchLabels", clientLabel)),
+            Map.of("namespaceSelector", Map.of("matchLabels", clientLabel)));
+    assertThat(from.get(ports.get("http"))).as("the HTTP port: the monitoring namespaces")
+        .containsExactly(Map.of("namespaceSelector", Map.of("matchLabels", monitoringLabel)));
+    Map<String, Object> adminLabels = mapAt(only(manifests(ADMIN), "Pod"), "metadata.labels");
+    assertThat(adminLabels).as("the admin pod is let through to the client port").containsAllEntriesOf(clientLabel);
   }
 
   @Test
