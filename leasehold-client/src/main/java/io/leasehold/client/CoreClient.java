@@ -14,6 +14,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.MetadataUtils;
 import io.grpc.stub.StreamObserver;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseProtocolException;
@@ -67,6 +68,16 @@ public final class CoreClient implements AutoCloseable {
 
   private static final Metadata.Key<String> LEADER_HEADER =
       Metadata.Key.of(LEADER_HEADER_NAME, Metadata.ASCII_STRING_MARSHALLER);
+
+  /**
+   * The request header that numbers a retried attempt of a call (2 for the first retry; the first
+   * attempt sends none): the core then decides the call through its log, never from the leader's
+   * state alone, so that an earlier attempt reaching the log late is answered the same.
+   */
+  static final String ATTEMPT_HEADER_NAME = "leasehold-attempt";
+
+  private static final Metadata.Key<String> ATTEMPT_HEADER =
+      Metadata.Key.of(ATTEMPT_HEADER_NAME, Metadata.ASCII_STRING_MARSHALLER);
 
   /**
    * How long a node that did not answer is not followed as the leader a hint names: a client cut
@@ -423,6 +434,13 @@ public final class CoreClient implements AutoCloseable {
     int node = currentIn(n);
     LeaseholdStub stub =
         LeaseholdGrpc.newStub(n.channels()[node]).withDeadlineAfter(timeout, TimeUnit.NANOSECONDS);
+    if (tried > 0) {
+      // An earlier attempt had no answer and may still reach the log: the core must decide this
+      // one through the log too, so that the earlier one, arriving late, gets the same answer.
+      Metadata attempt = new Metadata();
+      attempt.put(ATTEMPT_HEADER, Integer.toString(tried + 1));
+      stub = stub.withInterceptors(MetadataUtils.newAttachHeadersInterceptor(attempt));
+    }
     rpc.accept(
         stub,
         new StreamObserver<T>() {

@@ -8,6 +8,7 @@ import io.leasehold.server.edge.ClientIdentity;
 import io.leasehold.server.edge.ClientService;
 import io.leasehold.server.edge.LeaderHint;
 import io.leasehold.server.edge.LimitChecks;
+import io.leasehold.server.edge.RetryMark;
 import io.leasehold.server.edge.WatchHub;
 import io.leasehold.server.raft.ClusterClock;
 import io.leasehold.server.raft.LeaderClients;
@@ -347,7 +348,8 @@ public final class CoreNode implements AutoCloseable {
             .addTransportFilter(limits.transportFilter())
             .addService(
                 ServerInterceptors.intercept(
-                    clientService, new LeaderHint(this::leaderElsewhere), limits.interceptor(), ClientIdentity.interceptor()))
+                    clientService, new LeaderHint(this::leaderElsewhere), limits.interceptor(), ClientIdentity.interceptor(),
+                    new RetryMark()))
             .build()
             .start();
     // From now on a node found with another election timeout stops this node's reads.

@@ -679,11 +679,13 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
 
   /**
    * Sends {@code command} through the log, unless it is an acquire that the leader can refuse
-   * from its own state ({@link LeaderRefusals}): the log would refuse it too. A release is noted
-   * there while it is on its way, so that contenders' acquires follow it into the log.
+   * from its own state ({@link LeaderRefusals}): the log would refuse it too. Never a client's
+   * retry ({@link RetryMark}): an earlier attempt may still reach the log, and only the log keeps
+   * the answer that it must get. A release is noted there while it is on its way, so that
+   * contenders' acquires follow it into the log.
    */
   private CompletableFuture<Reply> write(Command command) {
-    if (command.hasAcquire()) {
+    if (command.hasAcquire() && !RetryMark.isRetry()) {
       Reply refused = refusals.refusal(command.getAcquire());
       if (refused != null) {
         return CompletableFuture.completedFuture(refused);

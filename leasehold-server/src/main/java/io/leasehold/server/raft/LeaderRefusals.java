@@ -22,7 +22,9 @@ import java.util.function.BooleanSupplier;
  * lease; that can refuse an acquire the new leader would grant, never grant one: a grant only
  * ever comes from the log, which also decides every case this class cannot (a free name, the same
  * holder's retry or new tenure). Followers never answer here (a lagging follower could refuse for
- * long after a release).
+ * long after a release). Nor is a client's retry answered here (the edge's {@code RetryMark}):
+ * its earlier attempt may still reach the log, and only a refusal the log made is remembered for
+ * the call, so that the late attempt gets it too instead of the name freed meanwhile.
  *
  * <p><b>A name being released goes to the log.</b> While a release of a name that this node sent
  * to the log is unanswered, an acquire of that name is not refused here but sent to the log too,
