@@ -36,5 +36,14 @@ enum FaultType {
    * added back; half the time the leader is killed in the middle of the add, and the add is run
    * again until it is in force.
    */
-  MEMBERSHIP_CHANGE
+  MEMBERSHIP_CHANGE,
+  /**
+   * For 2–3 × TTL the network keeps a copy of each write of a client (a holder when there is one)
+   * to the core and delivers it once more, request bytes unchanged (same client id and call id),
+   * 50 ms to 2 × TTL later, to the same node or another; the client never sees the copy's answer.
+   * The core must answer a copy from the write's kept reply or refuse it as too late, never apply
+   * it twice. Only for the managed core as the lease store (its clients go through a {@link
+   * CallRelay}); not offered for etcd, ZooKeeper or a store given by URI.
+   */
+  LATE_COPY
 }

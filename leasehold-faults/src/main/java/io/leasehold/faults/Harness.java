@@ -142,6 +142,9 @@ final class Harness implements AutoCloseable {
       if (t == FaultType.OPERATOR_DELETE && store == null) {
         continue; // a store given by URI: the harness does not know how to reach its records
       }
+      if (t == FaultType.LATE_COPY && store != core) {
+        continue; // only the core's clients go through call relays (RunOptions refuses it when asked for)
+      }
       types.add(t);
     }
     return types;
@@ -300,6 +303,25 @@ final class Harness implements AutoCloseable {
           s.launch();
           detail.put("restarted", s.current.id);
         }
+        case LATE_COPY -> {
+          // The network keeps a copy of each write of the client and delivers it once more, to
+          // the same node or another, up to 2 T later; the client never sees the copy's answer.
+          Slot s = holderOrAny();
+          target = s.current.id;
+          detail.put("held", String.join(",", s.current.holding).replace(' ', '_'));
+          start = System.nanoTime();
+          s.copies.on();
+          pause(ttlTimes(2, 3));
+          s.copies.off();
+          healed = System.nanoTime();
+          // The copies made until now still go out, each within 2 T: the fault's record says
+          // what became of them, so the next fault waits for them.
+          boolean sent = s.copies.awaitSent(s.copies.maxDelay().plus(s.copies.copyDeadline()).plusSeconds(5));
+          detail.putAll(s.copies.tally().detail());
+          if (!sent) {
+            detail.put("unsent", Integer.toString(s.copies.pending()));
+          }
+        }
         case OPERATOR_DELETE -> {
           // A delete that finds nothing (the lease changed hands, or its holder released it, between
           // the pick and the delete) tests nothing: pick again, a few times.
@@ -453,6 +475,9 @@ final class Harness implements AutoCloseable {
       }
     }
     for (Slot s : slots) {
+      if (s.copies != null) {
+        s.copies.off();
+      }
       s.links().forEach(ProxyLink::healAll);
       Children.signal(s.current.process, "CONT");
     }
@@ -548,6 +573,10 @@ final class Harness implements AutoCloseable {
         Children.signal(s.current.process, "CONT");
         Children.kill(s.current.process);
       }
+      s.relays.forEach(CallRelay::close);
+      if (s.copies != null) {
+        s.copies.close();
+      }
       s.links().forEach(ProxyLink::close);
     }
     if (store != null && store != core) {
@@ -573,7 +602,9 @@ final class Harness implements AutoCloseable {
 
   /**
    * One client's place in the run: its links (to every core node, and to every member of a
-   * separate lease store) and its current process. A killed client is started again in the same
+   * separate lease store) and its current process. When the run injects {@link
+   * FaultType#LATE_COPY}, the client reaches each core link through a {@link CallRelay}, and
+   * its writes' late copies go through its links again. A killed client is started again in the same
    * slot, with the same links, as a new process with a new name ({@code c1}, {@code c1.2}, ...) and
    * a history file of its own.
    */
@@ -581,6 +612,12 @@ final class Harness implements AutoCloseable {
     final int index;
     final List<ProxyLink> coreLinks = new ArrayList<>();
     final List<ProxyLink> storeLinks = new ArrayList<>();
+    /** In front of {@link #coreLinks}, one each, when the run injects late copies; else empty. */
+    final List<CallRelay> relays = new ArrayList<>();
+    /** The late copies of this client's writes; null when the run injects none. */
+    final LateCopies copies;
+    /** The ports the client is given for the core's nodes: its relays', else its links'. */
+    final List<Integer> corePorts = new ArrayList<>();
     final String leaseUri;
     int incarnations;
     volatile ClientProcess current;
@@ -588,11 +625,22 @@ final class Harness implements AutoCloseable {
     Slot(int index) {
       this.index = index;
       String name = "c" + (index + 1);
-      List<Integer> corePorts = new ArrayList<>();
+      Map<String, InetSocketAddress> linkAddresses = new LinkedHashMap<>();
       for (int j = 0; j < Cluster.SIZE; j++) {
         ProxyLink l = ProxyLink.open(name + "->" + Cluster.id(j), new InetSocketAddress("127.0.0.1", 0), core.clientAddress(j));
         coreLinks.add(l);
-        corePorts.add(l.port());
+        linkAddresses.put(Cluster.id(j), new InetSocketAddress("127.0.0.1", l.port()));
+      }
+      if (options.faults().contains(FaultType.LATE_COPY) && store == core) {
+        copies = new LateCopies(name, linkAddresses, options.ttl(), options.seed() * 1000 + index);
+        linkAddresses.forEach((node, link) -> {
+          CallRelay r = CallRelay.open(name + "->" + node, link, copies);
+          relays.add(r);
+          corePorts.add(r.port());
+        });
+      } else {
+        copies = null;
+        coreLinks.forEach(l -> corePorts.add(l.port()));
       }
       if (store == core) {
         leaseUri = core.leaseUri(corePorts, options.ttl().toMillis());
@@ -624,8 +672,8 @@ final class Harness implements AutoCloseable {
       incarnations++;
       String id = "c" + (index + 1) + (incarnations == 1 ? "" : "." + incarnations);
       StringBuilder coreEndpoints = new StringBuilder();
-      for (int j = 0; j < coreLinks.size(); j++) {
-        coreEndpoints.append(j == 0 ? "" : ",").append("127.0.0.1:").append(coreLinks.get(j).port());
+      for (int j = 0; j < corePorts.size(); j++) {
+        coreEndpoints.append(j == 0 ? "" : ",").append("127.0.0.1:").append(corePorts.get(j));
       }
       Path history = options.dir().resolve("client-" + id + ".log");
       histories.add(history);

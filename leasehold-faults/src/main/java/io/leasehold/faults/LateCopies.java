@@ -94,16 +94,25 @@ final class LateCopies implements AutoCloseable {
    *     applied a second time
    * @param other copies answered otherwise: the original had no successful answer (the copy may
    *     be its first application), or the copy was turned away (no leader, a cut link)
+   * @param firstApplied copies of an acquire the original of which was refused ({@code acquired:
+   *     false}) and that got another answer: the leader refuses an acquire of a held name from its
+   *     own state, outside the log, so the call is not remembered, and a copy that comes once the
+   *     name is free takes it, for a holder that was told no
    */
-  record Tally(int made, int same, int tooLate, int reapplied, int other) {
-    static final Tally NONE = new Tally(0, 0, 0, 0, 0);
+  record Tally(int made, int same, int tooLate, int reapplied, int other, int firstApplied) {
+    static final Tally NONE = new Tally(0, 0, 0, 0, 0, 0);
+
+    Tally(int made, int same, int tooLate, int reapplied, int other) {
+      this(made, same, tooLate, reapplied, other, 0);
+    }
 
     Tally times(int n) {
-      return new Tally(made * n, same * n, tooLate * n, reapplied * n, other * n);
+      return new Tally(made * n, same * n, tooLate * n, reapplied * n, other * n, firstApplied * n);
     }
 
     Tally plus(Tally t) {
-      return new Tally(made + t.made, same + t.same, tooLate + t.tooLate, reapplied + t.reapplied, other + t.other);
+      return new Tally(made + t.made, same + t.same, tooLate + t.tooLate, reapplied + t.reapplied, other + t.other,
+          firstApplied + t.firstApplied);
     }
 
     /** {@return the counts as the nemesis log's key=value pairs} */
@@ -114,6 +123,7 @@ final class LateCopies implements AutoCloseable {
       d.put("too-late", Integer.toString(tooLate));
       d.put("reapplied", Integer.toString(reapplied));
       d.put("other", Integer.toString(other));
+      d.put("first-applied", Integer.toString(firstApplied));
       return d;
     }
   }
@@ -291,6 +301,8 @@ final class LateCopies implements AutoCloseable {
       try {
         if (method.endsWith("/Batch")) {
           t = batch(status, answer);
+        } else if (status.isOk() && method.endsWith("/Acquire")) {
+          t = acquire(answer, originalOk());
         } else {
           t = single(status, answer, originalOk());
         }
@@ -322,7 +334,8 @@ final class LateCopies implements AutoCloseable {
           t = t.plus(single(s, null, null));
         } else {
           byte[] orig = o != null && o.hasResponse() ? o.getResponse().toByteArray() : null;
-          t = t.plus(single(Status.OK, r.getResponse().toByteArray(), orig));
+          boolean acquire = BatchRequest.parseFrom(request).getOps(i).hasAcquire();
+          t = t.plus(acquire ? acquire(r.getResponse().toByteArray(), orig) : single(Status.OK, r.getResponse().toByteArray(), orig));
         }
       }
       return t;
@@ -374,6 +387,15 @@ final class LateCopies implements AutoCloseable {
     }
   }
 
+  /** A successful answer to a copy of an acquire; see {@link Tally#firstApplied}. */
+  private static Tally acquire(byte[] answer, byte[] original) throws InvalidProtocolBufferException {
+    if (original != null && !Arrays.equals(answer, original)
+        && !io.leasehold.core.proto.AcquireResponse.parseFrom(original).getAcquired()) {
+      return new Tally(0, 0, 0, 0, 0, 1);
+    }
+    return single(Status.OK, answer, original);
+  }
+
   private static String describe(Tally t) {
     List<String> parts = new ArrayList<>();
     if (t.same() > 0) {
@@ -384,6 +406,9 @@ final class LateCopies implements AutoCloseable {
     }
     if (t.reapplied() > 0) {
       parts.add(t.reapplied() + " APPLIED AGAIN (another successful answer than the original's)");
+    }
+    if (t.firstApplied() > 0) {
+      parts.add(t.firstApplied() + " acquire refused outside the log, answered anew (the copy went through the log)");
     }
     if (t.other() > 0) {
       parts.add(t.other() + " otherwise");

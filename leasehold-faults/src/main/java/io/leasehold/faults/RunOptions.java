@@ -41,7 +41,8 @@ final class RunOptions {
   @Option(names = "--faults", paramLabel = "TYPE[,TYPE...]", split = ",",
       description = "The fault types to inject (default: all): kill-node, pause-node, pause-leader-long,"
           + " partition-node, isolate-node, pause-holder, partition-client, kill-client, operator-delete, clock-skew,"
-          + " membership-change.")
+          + " membership-change, late-copy (late-copy only with the managed core as the lease store: it is left out"
+          + " of the default for --lease-backend etcd, zookeeper or a URI, and refused when asked for).")
   Set<String> faults;
 
   @Option(names = "--session-per-lease",
@@ -111,8 +112,13 @@ final class RunOptions {
         } catch (IllegalArgumentException e) {
           throw bad(spec, "--faults: '" + f + "' is not a fault type; the types are kill-node, pause-node,"
               + " pause-leader-long, partition-node, isolate-node, pause-holder, partition-client, kill-client,"
-              + " operator-delete, clock-skew, membership-change");
+              + " operator-delete, clock-skew, membership-change, late-copy");
         }
+      }
+      if (types.contains(FaultType.LATE_COPY) && backend != null) {
+        throw bad(spec, "--faults: late-copy is offered only with the managed core as the lease store (leave out"
+            + " --lease-backend): its copies come from the gRPC relays only the core's clients go through; was"
+            + " --lease-backend " + io.leasehold.BackendUris.redacted(backend));
       }
     }
     return new Harness.Options(d, seed, clients, leases, t, dir, backend, maxClockDrift, skew, types, sessionPerLease,

@@ -36,7 +36,7 @@ final class Soak implements Callable<Integer> {
       Map.entry(FaultType.ISOLATE_NODE, "IS"), Map.entry(FaultType.PAUSE_HOLDER, "PH"),
       Map.entry(FaultType.PARTITION_CLIENT, "PC"), Map.entry(FaultType.KILL_CLIENT, "KC"),
       Map.entry(FaultType.OPERATOR_DELETE, "OD"), Map.entry(FaultType.CLOCK_SKEW, "CS"),
-      Map.entry(FaultType.MEMBERSHIP_CHANGE, "MC")));
+      Map.entry(FaultType.MEMBERSHIP_CHANGE, "MC"), Map.entry(FaultType.LATE_COPY, "LC")));
 
   private static final String[] KINDS = {"overlap", "token", "stale", "lost", "early", "incompl", "bounds"};
 
