@@ -129,6 +129,8 @@ final class Checker {
    * @param historyErrors histories that are incomplete or unreadable, faults that did not take effect
    * @param outOfBounds faults beyond what the configuration tolerates (a clock skewed past
    *     maxClockDrift): the run is not a pass even without any other violation
+   * @param appliedTwice late copies of a client's writes that the core applied again: a copy of
+   *     an answered write got another successful answer than the original's
    * @param tenures how many tenures there were
    * @param handovers how many times the next tenure of a lease was another client's
    * @param tenuresPerLease tenures of each lease
@@ -146,6 +148,7 @@ final class Checker {
       List<String> earlyEnds,
       List<String> historyErrors,
       List<String> outOfBounds,
+      List<String> appliedTwice,
       int tenures,
       int handovers,
       Map<String, Integer> tenuresPerLease,
@@ -158,7 +161,7 @@ final class Checker {
     /** {@return the number of violations of every kind} */
     int violations() {
       return overlaps.size() + tokenRegressions.size() + staleWrites.size() + lostWrites.size() + earlyEnds.size()
-          + historyErrors.size() + outOfBounds.size();
+          + historyErrors.size() + outOfBounds.size() + appliedTwice.size();
     }
 
     /**
@@ -167,7 +170,7 @@ final class Checker {
      * the histories.
      */
     Result withoutFinalRead() {
-      return new Result(overlaps, tokenRegressions, staleWrites, List.of(), earlyEnds, historyErrors, outOfBounds, tenures,
+      return new Result(overlaps, tokenRegressions, staleWrites, List.of(), earlyEnds, historyErrors, outOfBounds, appliedTwice, tenures,
           handovers, tenuresPerLease, accepted, rejected, unknown, ackedKv, availability);
     }
 
@@ -206,7 +209,14 @@ final class Checker {
     }
     List<String> errors = new ArrayList<>(run.errors());
     List<String> outOfBounds = new ArrayList<>();
+    List<String> appliedTwice = new ArrayList<>();
     for (Fault f : run.faults()) {
+      String reapplied = f.detail().get("reapplied");
+      if (f.type() == FaultType.LATE_COPY && reapplied != null && !reapplied.equals("0")) {
+        appliedTwice.add("fault " + f.id() + ": " + reapplied + " late copies of " + f.target()
+            + "'s answered writes were applied again (another successful answer than the original's;"
+            + " the nemesis log names each)");
+      }
       if (f.type() != FaultType.CLOCK_SKEW) {
         continue;
       }
@@ -229,6 +239,7 @@ final class Checker {
         earlyEnds(run, bounds.maxClockDrift()),
         errors,
         outOfBounds,
+        appliedTwice,
         run.tenures().size(),
         handovers,
         perLease,

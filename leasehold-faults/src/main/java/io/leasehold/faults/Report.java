@@ -39,6 +39,7 @@ final class Report {
     section(b, "live tenures the store ended", r.earlyEnds());
     section(b, "incomplete histories", r.historyErrors());
     section(b, "outside the configured bounds", r.outOfBounds());
+    section(b, "writes applied twice", r.appliedTwice());
     b.append(r.violations() == 0 ? "OK: no violations\n" : "FAILED: " + r.violations() + " violations\n");
     return b.toString();
   }
@@ -90,7 +91,8 @@ final class Report {
     b.append("    \"acknowledgedWritesLost\": ").append(list(r.lostWrites())).append(",\n");
     b.append("    \"liveTenuresEndedByTheStore\": ").append(list(r.earlyEnds())).append(",\n");
     b.append("    \"incompleteHistories\": ").append(list(r.historyErrors())).append(",\n");
-    b.append("    \"outsideConfiguredBounds\": ").append(list(r.outOfBounds())).append("\n  },\n");
+    b.append("    \"outsideConfiguredBounds\": ").append(list(r.outOfBounds())).append(",\n");
+    b.append("    \"writesAppliedTwice\": ").append(list(r.appliedTwice())).append("\n  },\n");
     b.append("  \"ok\": ").append(r.violations() == 0).append("\n}\n");
     return b.toString();
   }

@@ -38,7 +38,7 @@ final class Soak implements Callable<Integer> {
       Map.entry(FaultType.OPERATOR_DELETE, "OD"), Map.entry(FaultType.CLOCK_SKEW, "CS"),
       Map.entry(FaultType.MEMBERSHIP_CHANGE, "MC"), Map.entry(FaultType.LATE_COPY, "LC")));
 
-  private static final String[] KINDS = {"overlap", "token", "stale", "lost", "early", "incompl", "bounds"};
+  private static final String[] KINDS = {"overlap", "token", "stale", "lost", "early", "incompl", "bounds", "twice"};
 
   @Spec private CommandSpec spec;
 
@@ -99,7 +99,7 @@ final class Soak implements Callable<Integer> {
 
   private static int[] kinds(Checker.Result r) {
     return new int[] {r.overlaps().size(), r.tokenRegressions().size(), r.staleWrites().size(), r.lostWrites().size(),
-        r.earlyEnds().size(), r.historyErrors().size(), r.outOfBounds().size()};
+        r.earlyEnds().size(), r.historyErrors().size(), r.outOfBounds().size(), r.appliedTwice().size()};
   }
 
   static String table(List<Row> rows) {

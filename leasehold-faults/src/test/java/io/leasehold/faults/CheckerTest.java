@@ -267,6 +267,19 @@ class CheckerTest {
     assertThat(r.violations()).isEqualTo(1);
   }
 
+  /** A copy of an answered write that got another successful answer was applied twice. */
+  @Test
+  void aLateCopyAppliedAgainIsAViolation() {
+    List<String> h = clean();
+    h.add("FAULT 2 LATE_COPY c1 " + 10 * MS + " " + 20 * MS + " copies=9 same=5 too-late=2 reapplied=2 other=0 first-applied=0");
+    h.add("FAULT 3 LATE_COPY c2 " + 30 * MS + " " + 40 * MS + " copies=4 same=3 too-late=0 reapplied=0 other=0 first-applied=1");
+    Result r = check(h, END);
+    assertThat(r.appliedTwice()).singleElement().asString()
+        .startsWith("fault 2: 2 late copies of c1's answered writes were applied again");
+    assertThat(r.violations()).isEqualTo(1);
+    assertThat(Report.findings(r)).contains("writes applied twice");
+  }
+
   @Test
   void aClockSkewThatDidNotTakeEffectIsReported() {
     List<String> h = clean();
