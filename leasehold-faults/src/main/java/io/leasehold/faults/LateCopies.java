@@ -318,9 +318,9 @@ final class LateCopies implements AutoCloseable {
     }
 
     private Tally batch(Status status, byte[] answer) throws InvalidProtocolBufferException {
-      int ops = BatchRequest.parseFrom(request).getOpsCount();
+      BatchRequest sent = BatchRequest.parseFrom(request);
       if (!status.isOk()) {
-        return single(status, answer, null).times(ops);
+        return single(status, answer, null).times(sent.getOpsCount());
       }
       byte[] ok = originalOk();
       List<BatchResult> mine = BatchResponse.parseFrom(answer).getResultsList();
@@ -334,7 +334,7 @@ final class LateCopies implements AutoCloseable {
           t = t.plus(single(s, null, null));
         } else {
           byte[] orig = o != null && o.hasResponse() ? o.getResponse().toByteArray() : null;
-          boolean acquire = BatchRequest.parseFrom(request).getOps(i).hasAcquire();
+          boolean acquire = sent.getOps(i).hasAcquire();
           t = t.plus(acquire ? acquire(r.getResponse().toByteArray(), orig) : single(Status.OK, r.getResponse().toByteArray(), orig));
         }
       }
@@ -387,13 +387,24 @@ final class LateCopies implements AutoCloseable {
     }
   }
 
-  /** A successful answer to a copy of an acquire; see {@link Tally#firstApplied}. */
-  private static Tally acquire(byte[] answer, byte[] original) throws InvalidProtocolBufferException {
-    if (original != null && !Arrays.equals(answer, original)
-        && !io.leasehold.core.proto.AcquireResponse.parseFrom(original).getAcquired()) {
-      return new Tally(0, 0, 0, 0, 0, 1);
+  /**
+   * A successful answer to a copy of an acquire. Only a grant can be a second application: a
+   * refusal ({@code acquired: false}) changes nothing, whatever the original got. The leader
+   * answers an acquire of a name someone else holds from its state, before the call's kept reply
+   * is looked up, so a copy of a granted acquire that arrives after the name changed hands is
+   * refused, and that is no write applied twice. See {@link Tally#firstApplied} for a grant to a
+   * copy of a refused one.
+   */
+  static Tally acquire(byte[] answer, byte[] original) throws InvalidProtocolBufferException {
+    if (original == null || Arrays.equals(answer, original)) {
+      return single(Status.OK, answer, original);
     }
-    return single(Status.OK, answer, original);
+    boolean copyGranted = io.leasehold.core.proto.AcquireResponse.parseFrom(answer).getAcquired();
+    if (!copyGranted) {
+      return new Tally(0, 0, 0, 0, 1);
+    }
+    boolean originalGranted = io.leasehold.core.proto.AcquireResponse.parseFrom(original).getAcquired();
+    return originalGranted ? new Tally(0, 0, 0, 1, 0) : new Tally(0, 0, 0, 0, 0, 1);
   }
 
   private static String describe(Tally t) {

@@ -28,19 +28,12 @@ import picocli.CommandLine;
 @Tag("integration")
 class ShortRunTest {
 
-  /**
-   * Late copies mixed with the other faults still show a write applied twice (seed 42: one copy
-   * of a holder's write, during fault 2), under investigation; {@code LateCopyRunTest} runs them
-   * alone, where none is.
-   */
-  private static final EnumSet<FaultType> EVERY_FAULT_BUT_LATE_COPY = EnumSet.complementOf(EnumSet.of(FaultType.LATE_COPY));
-
   @Test
   void aShortRunUnderEveryFaultTypeHasNoViolations() throws Exception {
     Path dir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "faults-short-");
     Harness.Options options = new Harness.Options(
         Duration.ofSeconds(Long.getLong("faults.short.seconds", 60)), 42L, 4, 3, Duration.ofSeconds(2), dir, null,
-        0.01, 0.01, EVERY_FAULT_BUT_LATE_COPY, false, System.getProperty("java.class.path"));
+        0.01, 0.01, EnumSet.allOf(FaultType.class), false, System.getProperty("java.class.path"));
     Harness.Outcome outcome;
     try (Harness harness = new Harness(options)) {
       outcome = harness.run();
