@@ -9,6 +9,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall.SimpleForwardingClientCall;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
@@ -21,6 +22,7 @@ import io.leasehold.core.proto.GrantResponse;
 import io.leasehold.core.proto.PutRequest;
 import io.leasehold.core.proto.PutResponse;
 import io.leasehold.core.proto.ReleaseRequest;
+import io.leasehold.core.proto.ReleaseResponse;
 import io.leasehold.server.replicated.CoreState;
 import io.leasehold.server.LocalCluster;
 import java.net.InetSocketAddress;
@@ -115,7 +117,7 @@ class UnknownOutcomeTest {
       assertThat(refused.getAcquired()).isFalse();
       assertThat(firstUnanswered.attempts).as("the attempt header of each Acquire call sent").containsExactly("none", "2");
 
-      holder.<io.leasehold.core.proto.ReleaseResponse>call(
+      holder.<ReleaseResponse>call(
           (stub, out) -> stub.release(
               ReleaseRequest.newBuilder().setCall(holder.newCall()).setName(name).setHolder("holder#1")
                   .setToken(held.getToken()).build(), out)).join();
@@ -154,7 +156,7 @@ class UnknownOutcomeTest {
         return call;
       }
       boolean first = attempts.isEmpty();
-      return new io.grpc.ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+      return new SimpleForwardingClientCall<>(call) {
         @Override
         public void start(Listener<R> listener, Metadata headers) {
           String attempt = headers.get(ATTEMPT);

@@ -110,9 +110,7 @@ final class RunOptions {
         try {
           types.add(FaultType.valueOf(name));
         } catch (IllegalArgumentException e) {
-          throw bad(spec, "--faults: '" + f + "' is not a fault type; the types are kill-node, pause-node,"
-              + " pause-leader-long, partition-node, isolate-node, pause-holder, partition-client, kill-client,"
-              + " operator-delete, clock-skew, membership-change, late-copy");
+          throw bad(spec, "--faults: '" + f + "' is not a fault type; the types are " + typeNames());
         }
       }
       if (types.contains(FaultType.LATE_COPY) && backend != null) {
@@ -124,6 +122,13 @@ final class RunOptions {
     return new Harness.Options(d, seed, clients, leases, t, dir, backend, maxClockDrift, skew, types, sessionPerLease,
         System.getProperty("java.class.path"));
   }
+  /** {@return every fault type as {@code --faults} takes it, in the enum's order} */
+  private static String typeNames() {
+    return java.util.Arrays.stream(FaultType.values())
+        .map(t -> t.name().toLowerCase(Locale.ROOT).replace('_', '-'))
+        .collect(java.util.stream.Collectors.joining(", "));
+  }
+
 
   /** The schemes of the backends the harness's clients can open, from other processes. */
   private static final Set<String> URI_SCHEMES = Set.of("leasehold", "etcd", "zookeeper", "kubernetes");

@@ -28,7 +28,9 @@ class FaultsMainTest {
     "--lease-backend=etcd://x|--lease-backend: 'x' in 'etcd://x' is not host:port",
     "--lease-backend=zookeeper://h:99999|--lease-backend: 'h:99999' in 'zookeeper://h:99999' is not host:port",
     "--leases=0|--leases must be between 1 and 16; was 0",
-    "--faults=kill-node,meteor|--faults: 'meteor' is not a fault type; the types are kill-node",
+    "--faults=kill-node,meteor|--faults: 'meteor' is not a fault type; the types are kill-node, pause-node,",
+    "--faults=meteor|membership-change, late-copy",
+    "--faults=late-copy --lease-backend=etcd|--faults: late-copy is offered only with the managed core as the lease store",
     "--max-clock-drift=0.7|--max-clock-drift must be between 0 and 0.5; was 0.7",
     "--clock-skew=-0.1|--clock-skew must be between 0 and 0.5; was -0.1",
   })
@@ -37,7 +39,7 @@ class FaultsMainTest {
     CommandLine cl = new CommandLine(new FaultsMain());
     cl.setErr(new PrintWriter(err));
     cl.setOut(new PrintWriter(new StringWriter()));
-    assertThat(cl.execute(option)).isEqualTo(2);
+    assertThat(cl.execute(option.split(" "))).isEqualTo(2);
     assertThat(err.toString()).contains(message);
   }
 
