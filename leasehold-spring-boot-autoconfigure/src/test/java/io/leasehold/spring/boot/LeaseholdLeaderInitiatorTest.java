@@ -144,6 +144,8 @@ class LeaseholdLeaderInitiatorTest {
           assertThat(revoked.getWhy()).isEqualTo(Why.WORK_FAILED);
           // The lease was released and the election contends again.
           await().atMost(PATIENCE).until(ctx.getBean(LeaseholdLeaderInitiator.class)::isLeader);
+          // The second grant's event is published after the lease is taken, on the election's thread.
+          await().atMost(PATIENCE).until(() -> grants.get() >= 2);
           assertThat(grants.get()).isEqualTo(2);
         });
   }
