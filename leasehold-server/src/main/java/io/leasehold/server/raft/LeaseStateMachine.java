@@ -61,7 +61,7 @@ public final class LeaseStateMachine extends BaseStateMachine {
   private final WatchHub watches;
   private final ClusterClock clock;
   private final Function<Command, CompletableFuture<Reply>> writeLocally;
-  private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
+  private final SnapshotStorage storage = new SnapshotStorage();
   /** Writes snapshots, one at a time, off the applying thread. */
   private final java.util.concurrent.ExecutorService snapshotThread =
       java.util.concurrent.Executors.newSingleThreadExecutor(
@@ -156,11 +156,9 @@ public final class LeaseStateMachine extends BaseStateMachine {
   }
 
   /** A snapshot the writer put in place: the newest one from now on, unless one is newer. */
+  /** Called on the snapshot writer's thread: never replaces a newer snapshot installed meanwhile. */
   private void published(SingleFileSnapshotInfo written) {
-    SnapshotInfo known = latestSnapshot;
-    if (known == null || written.getIndex() > known.getIndex()) {
-      latestSnapshot = written;
-    }
+    latestSnapshot.accumulateAndGet(written, (known, w) -> known == null || w.getIndex() > known.getIndex() ? w : known);
   }
 
   /** {@return completes once Ratis has closed this state machine (see {@link #close()})} */
@@ -192,16 +190,17 @@ public final class LeaseStateMachine extends BaseStateMachine {
    * once a snapshot exists. Until then it lists this node's snapshot directory on every call —
    * about 300 directory listings a second on a loaded leader younger than its first snapshot.
    */
-  private volatile SnapshotInfo latestSnapshot;
+  private final java.util.concurrent.atomic.AtomicReference<SnapshotInfo> latestSnapshot =
+      new java.util.concurrent.atomic.AtomicReference<>();
 
   @Override
   public SnapshotInfo getLatestSnapshot() {
-    return latestSnapshot;
+    return latestSnapshot.get();
   }
 
   private void loadLatestSnapshot() throws IOException {
     SingleFileSnapshotInfo snapshot = storage.loadLatestSnapshot();
-    latestSnapshot = snapshot;
+    latestSnapshot.set(snapshot);
     if (snapshot == null) {
       return;
     }

@@ -27,7 +27,6 @@ import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.FileInfo;
-import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.util.MD5FileUtil;
 import org.slf4j.Logger;
@@ -41,16 +40,20 @@ import org.slf4j.LoggerFactory;
  * there stalls every write and every keep-alive confirmation for as long (about 1.5 s at a million
  * leases). Here the applying thread only takes a {@linkplain CoreState#freeze() copy} of the state
  * (references, no serialising) and hands it to the writer's executor, which writes it to a
- * temporary file, syncs it and digests it as it goes. Ratis is told of a snapshot only once it is
- * on disk: until then {@link #take} answers {@value RaftLog#INVALID_LOG_INDEX} ("none taken"),
- * which Ratis neither logs nor acts on, and it asks again after its next applies. The call that
- * finds the write done publishes it — renames the file into place, saves its MD5 beside it — and
- * answers its index, so Ratis purges the log below it only then. Publishing on the applying thread
- * also keeps it apart from Ratis's clean-up of old snapshots, which runs there right after {@code
- * takeSnapshot} and would otherwise see a snapshot file whose MD5 is not written yet.
+ * temporary file, syncs it and digests it as it goes, then publishes it: renames the file into
+ * place and saves its MD5 beside it. Until then {@link #take} answers {@value
+ * RaftLog#INVALID_LOG_INDEX} ("none taken"), which Ratis neither logs nor acts on; the first call
+ * after the publication answers its index, and Ratis purges the log below it only then.
  *
- * <p>Not thread-safe: {@link #take} is called on the applying thread only; {@link #close} once,
- * when the state machine closes.
+ * <p>The writer's thread publishes, not the next call from Ratis: Ratis asks only after it applies
+ * an entry, so a snapshot whose write finished after a cluster's last write would otherwise stay
+ * under its temporary name until the next one — on an idle node, for good, and removed as a
+ * leftover at its next start. Ratis's clean-up of old snapshots runs on the applying thread right
+ * after {@code takeSnapshot}; {@link SnapshotStorage} makes it wait for a publication in progress,
+ * so it never sees a snapshot file whose MD5 is not written yet.
+ *
+ * <p>{@link #take} is called on the applying thread only; {@link #close} once, when the state
+ * machine closes.
  */
 final class SnapshotWriter implements AutoCloseable {
 
@@ -60,12 +63,15 @@ final class SnapshotWriter implements AutoCloseable {
   static final String TEMPORARY = ".tmp";
 
   private final String name;
-  private final SimpleStateMachineStorage storage;
+  private final SnapshotStorage storage;
   private final Executor executor;
   private final Consumer<SingleFileSnapshotInfo> onPublished;
   private final LongSupplier installed;
-  /** The write in progress or done but not published yet; null when there is none. */
-  private volatile CompletableFuture<Written> writing;
+  /**
+   * The write in progress, or done and not yet answered to Ratis: completes with the snapshot put
+   * in place, or null if it was dropped; null when there is none.
+   */
+  private volatile CompletableFuture<SingleFileSnapshotInfo> writing;
 
   /** A copy of the state that can be written as a snapshot ({@link CoreState.Frozen#writeTo}). */
   @FunctionalInterface
@@ -84,7 +90,8 @@ final class SnapshotWriter implements AutoCloseable {
 
   /**
    * @param name the node, for log lines
-   * @param storage where snapshots live (its directory must be set)
+   * @param storage where snapshots live (its directory must be set); its lock keeps publications
+   *     and Ratis's clean-up apart
    * @param executor runs the writes, one at a time
    * @param onPublished told of each snapshot once it is in place, on the thread that published it
    * @param installed the index of the latest snapshot loaded or installed from the leader: a write
@@ -92,7 +99,7 @@ final class SnapshotWriter implements AutoCloseable {
    */
   SnapshotWriter(
       String name,
-      SimpleStateMachineStorage storage,
+      SnapshotStorage storage,
       Executor executor,
       Consumer<SingleFileSnapshotInfo> onPublished,
       LongSupplier installed) {
@@ -123,32 +130,33 @@ final class SnapshotWriter implements AutoCloseable {
   }
 
   /**
-   * Ratis's {@code takeSnapshot}: publishes the write that finished, or starts one.
+   * Ratis's {@code takeSnapshot}: answers the snapshot the last write put in place, or starts a
+   * write.
    *
    * @param last the last applied entry; {@code copy} must be of the state just after it
    * @param copy a supplier of the state's copy, called only when a write starts
-   * @return the index of the snapshot now in place, or {@value RaftLog#INVALID_LOG_INDEX} if none
-   *     is yet
+   * @return the index of the snapshot put in place since the last call, or {@value
+   *     RaftLog#INVALID_LOG_INDEX} if none was
    * @throws IOException if the last write failed (the next call starts another)
    */
   long take(TermIndex last, Supplier<Copy> copy) throws IOException {
-    if (writing != null) {
-      if (!writing.isDone()) {
+    CompletableFuture<SingleFileSnapshotInfo> w = writing;
+    if (w != null) {
+      if (!w.isDone()) {
         return RaftLog.INVALID_LOG_INDEX;
       }
-      Written done;
+      writing = null;
+      SingleFileSnapshotInfo published;
       try {
-        done = writing.join();
+        published = w.join();
       } catch (CompletionException e) {
-        throw new IOException(name + ": could not write a snapshot; the next one is tried after more applies", e.getCause());
-      } finally {
-        writing = null;
+        Throwable cause = e.getCause() instanceof java.io.UncheckedIOException u ? u.getCause() : e.getCause();
+        throw new IOException(name + ": could not write a snapshot; the next one is tried after more applies", cause);
       }
-      SingleFileSnapshotInfo published = publishUnlessOutdated(done);
       return published == null ? RaftLog.INVALID_LOG_INDEX : published.getIndex();
     }
     Copy state = copy.get();
-    writing = CompletableFuture.supplyAsync(() -> write(last, state), executor);
+    writing = CompletableFuture.supplyAsync(() -> publishUnlessOutdated(write(last, state)), executor);
     return RaftLog.INVALID_LOG_INDEX;
   }
 
@@ -196,24 +204,33 @@ final class SnapshotWriter implements AutoCloseable {
    * {@return the snapshot published, or null if a newer state came from the leader while it was
    * written} Ratis's snapshot index is past such a write's; it is dropped.
    */
-  private SingleFileSnapshotInfo publishUnlessOutdated(Written done) throws IOException {
-    if (done.at().getIndex() <= installed.getAsLong()) {
-      Files.deleteIfExists(done.temporary().toPath());
-      return null;
+  private SingleFileSnapshotInfo publishUnlessOutdated(Written done) {
+    try {
+      if (done.at().getIndex() <= installed.getAsLong()) {
+        Files.deleteIfExists(done.temporary().toPath());
+        return null;
+      }
+      return publish(done);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException("publishing " + done.temporary(), e);
     }
-    return publish(done);
   }
 
   /** Moves a written snapshot into place with its MD5 beside it; quick (a rename, a tiny file). */
   private SingleFileSnapshotInfo publish(Written done) throws IOException {
     File file = storage.getSnapshotFile(done.at().getTerm(), done.at().getIndex());
-    Files.move(done.temporary().toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
-    MD5FileUtil.saveMD5File(file, done.md5());
-    try (FileChannel dir = FileChannel.open(file.getParentFile().toPath(), StandardOpenOption.READ)) {
-      dir.force(true);
+    SingleFileSnapshotInfo info;
+    synchronized (storage.publishing()) {
+      Files.move(done.temporary().toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
+      MD5FileUtil.saveMD5File(file, done.md5());
+      try (FileChannel dir = FileChannel.open(file.getParentFile().toPath(), StandardOpenOption.READ)) {
+        dir.force(true);
+      }
+      // Only now: FileInfo reads the file's size when made, and Ratis sends a follower that many
+      // bytes of it when it installs the snapshot there.
+      info = new SingleFileSnapshotInfo(new FileInfo(file.toPath(), done.md5()), done.at());
+      storage.updateLatestSnapshot(info);
     }
-    SingleFileSnapshotInfo info = new SingleFileSnapshotInfo(new FileInfo(file.toPath(), done.md5()), done.at());
-    storage.updateLatestSnapshot(info);
     onPublished.accept(info);
     log.info(
         "{}: wrote snapshot {} ({} bytes in {} ms, off the applying thread)",
@@ -222,23 +239,23 @@ final class SnapshotWriter implements AutoCloseable {
   }
 
   /**
-   * Waits (up to {@code patience}) for a write in progress and publishes it: a node that stops
+   * Waits (up to {@code patience}) for a write in progress, which publishes it: a node that stops
    * keeps the snapshot it was writing. Ratis has not been told of it, which is safe: on its next
    * start the node loads the newest snapshot in place and replays the log after it.
    *
    * @param patience how long to wait for the write
    */
   void finish(java.time.Duration patience) {
-    CompletableFuture<Written> w = writing;
+    CompletableFuture<SingleFileSnapshotInfo> w = writing;
     writing = null;
     if (w == null) {
       return;
     }
     try {
-      publishUnlessOutdated(w.get(patience.toMillis(), TimeUnit.MILLISECONDS));
+      w.get(patience.toMillis(), TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (ExecutionException | TimeoutException | IOException e) {
+    } catch (ExecutionException | TimeoutException e) {
       log.warn("{}: the snapshot being written when the node stopped is not kept; the log has its entries", name, e);
     }
   }

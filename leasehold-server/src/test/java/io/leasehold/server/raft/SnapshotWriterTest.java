@@ -26,7 +26,6 @@ import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.RaftStorage;
-import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.util.MD5FileUtil;
 import org.apache.ratis.util.SizeInBytes;
@@ -48,7 +47,7 @@ class SnapshotWriterTest {
   @TempDir Path dir;
 
   private RaftStorage raftStorage;
-  private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
+  private final SnapshotStorage storage = new SnapshotStorage();
   private final HeldExecutor writes = new HeldExecutor();
   private final List<SingleFileSnapshotInfo> published = new ArrayList<>();
   private final AtomicLong installed = new AtomicLong(-1);
@@ -114,12 +113,11 @@ class SnapshotWriterTest {
     assertThat(writes.waiting()).as("one write at a time").isOne();
 
     writes.runAll();
-    assertThat(snapshotFiles()).as("written, but not in place until Ratis is told").isEmpty();
+    File file = storage.getSnapshotFile(at.getTerm(), at.getIndex());
+    assertThat(snapshotFiles()).as("in place as soon as written").containsExactly(file.getName());
     long told = writer.take(TermIndex.valueOf(1, index), this::copy);
 
-    assertThat(told).isEqualTo(at.getIndex());
-    File file = storage.getSnapshotFile(at.getTerm(), at.getIndex());
-    assertThat(snapshotFiles()).containsExactly(file.getName());
+    assertThat(told).as("Ratis is told at its next call").isEqualTo(at.getIndex());
     MD5FileUtil.verifySavedMD5(file, MD5FileUtil.computeMd5ForFile(file));
     assertThat(published).singleElement().satisfies(s -> assertThat(s.getTermIndex()).isEqualTo(at));
     assertThat(storage.getLatestSnapshot().getTermIndex()).isEqualTo(at);
@@ -129,6 +127,29 @@ class SnapshotWriterTest {
     }
     assertThat(loaded.sessionTtls()).as("the state as it was when the snapshot was asked for").hasSize(3);
     assertThat(writes.waiting()).as("publishing starts no new write").isZero();
+  }
+
+  /**
+   * Ratis asks for a snapshot only after it applies an entry: a write that finishes after a
+   * cluster's last write must be put in place without waiting for another, or an idle node keeps
+   * its whole log and loses the written snapshot at its next start.
+   */
+  @Test
+  void aWriteThatFinishesWhenNothingMoreIsAppliedIsPutInPlace() throws IOException {
+    grantSessions(2);
+    TermIndex at = TermIndex.valueOf(1, index);
+    writer.take(at, this::copy);
+
+    writes.runAll(); // and no further call from Ratis: the cluster went quiet
+
+    File file = storage.getSnapshotFile(at.getTerm(), at.getIndex());
+    assertThat(snapshotFiles()).containsExactly(file.getName());
+    MD5FileUtil.verifySavedMD5(file, MD5FileUtil.computeMd5ForFile(file));
+    assertThat(storage.getLatestSnapshot().getTermIndex()).isEqualTo(at);
+    assertThat(published).singleElement().satisfies(s -> {
+      assertThat(s.getTermIndex()).isEqualTo(at);
+      assertThat(s.getFile().getFileSize()).as("what Ratis sends a follower that installs it").isEqualTo(file.length()).isPositive();
+    });
   }
 
   @Test
