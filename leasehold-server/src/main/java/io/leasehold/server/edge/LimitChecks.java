@@ -155,8 +155,12 @@ public final class LimitChecks {
         : "the value is " + bytes + " bytes, over --max-value-bytes " + limits.maxValueBytes();
   }
 
-  /** {@return the length of {@code s} in UTF-8, without encoding it} */
-  static int utf8Length(String s) {
+  /**
+   * {@return the length of {@code s} in UTF-8, without encoding it (nothing allocated)}
+   *
+   * @param s the string
+   */
+  public static int utf8Length(String s) {
     int bytes = 0;
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);

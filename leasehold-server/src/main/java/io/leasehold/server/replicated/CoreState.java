@@ -2,6 +2,7 @@ package io.leasehold.server.replicated;
 
 import io.leasehold.server.NodeSnapshot;
 import io.leasehold.server.edge.ClientIdentity;
+import io.leasehold.server.edge.LimitChecks;
 
 import com.google.protobuf.ByteString;
 import io.leasehold.core.proto.AclListResponse;
@@ -120,6 +121,11 @@ public final class CoreState {
   /** Tombstones: lease key → the key as it was when an operator deleted it (see the class doc). */
   private final NavigableMap<String, KeyValue> revokedLeases = new TreeMap<>();
   private long heldLeases;
+  /**
+   * The data bytes this state holds ({@link #dataBytes()}), kept as every change happens. Written
+   * under the lock; volatile so the edge reads it for every write without taking the lock.
+   */
+  private volatile long dataBytes;
   /** How many attached keys exist: while none do, ending a tenure looks for none (no cost). */
   private long attachedKeys;
   /** Lease tenures this replica ended because their session expired, since it started (metrics). */
@@ -153,6 +159,13 @@ public final class CoreState {
   }
 
   private static final Change NONE = new Change.None();
+
+  /**
+   * What {@link #dataBytes()} charges for each key, tombstone and session besides its own bytes:
+   * about what the heap spends on the entry's maps, message and string headers, so that many tiny
+   * keys count for what they cost and not for almost nothing.
+   */
+  public static final int DATA_BYTES_PER_ENTRY = 256;
 
   /**
    * An empty state, as a node has before it applies its first entry or loads a snapshot. Public,
@@ -330,7 +343,9 @@ public final class CoreState {
               + ClientIdentity.ofStored(identity) + "\" has " + has + " sessions; close one before granting another");
     }
     long id = sessions.nextId(index);
-    sessions.add(new Session(id, grant.getOwner(), grant.getTtlMillis(), identity));
+    Session session = new Session(id, grant.getOwner(), grant.getTtlMillis(), identity);
+    sessions.add(session);
+    dataBytes += bytesOf(session);
     GrantResponse response =
         GrantResponse.newBuilder()
             .setSessionId(id)
@@ -370,8 +385,12 @@ public final class CoreState {
     if (session == null) {
       return new Applied(ok(ByteString.EMPTY), List.of(), NONE);
     }
+    dataBytes -= bytesOf(session);
     for (String key : session.revokedKeys) {
-      revokedLeases.remove(key);
+      KeyValue tombstone = revokedLeases.remove(key);
+      if (tombstone != null) {
+        dataBytes -= bytesOf(tombstone);
+      }
     }
     if (!session.keys.isEmpty()) {
       revision++;
@@ -379,6 +398,7 @@ public final class CoreState {
       for (String key : session.keys) {
         KeyValue gone = keys.remove(key);
         countLease(key, -1);
+        dataBytes -= bytesOf(gone);
         if (expired && key.startsWith(LEASE_PREFIX)) {
           leaseExpiries++;
         }
@@ -445,6 +465,7 @@ public final class CoreState {
       }
       range.remove();
       attachedKeys--;
+      dataBytes -= bytesOf(entry.getValue());
       // A key written there by a plain put may name a session: it must not stay in that session's
       // keys, or the session's end would delete a key that is gone (CoreStateFuzzTest).
       detach(entry.getValue());
@@ -465,7 +486,8 @@ public final class CoreState {
       // the name stays blocked by a tombstone until the holder releases this tenure or its
       // session ends. The holder's keep-alive replies list the tombstone.
       remove(key, DeleteCauses.REVOKED_BY_OPERATOR, events);
-      revokedLeases.put(key, current);
+      KeyValue replaced = revokedLeases.put(key, current);
+      dataBytes += bytesOf(current) - (replaced == null ? 0 : bytesOf(replaced));
       holderSession.revokedKeys.add(key);
     } else {
       remove(key, "", events);
@@ -476,7 +498,9 @@ public final class CoreState {
 
   /** Removes a tombstone: its holder stopped using that tenure, or gave it up for a new one. */
   private void dropTombstone(String key, KeyValue tombstone) {
-    revokedLeases.remove(key);
+    if (revokedLeases.remove(key) != null) {
+      dataBytes -= bytesOf(tombstone);
+    }
     Session session = sessions.get(tombstone.getSessionId());
     if (session != null) {
       session.revokedKeys.remove(key);
@@ -561,6 +585,7 @@ public final class CoreState {
       detach(current);
       keys.remove(key);
       countLease(key, -1);
+      dataBytes -= bytesOf(current);
     }
     int replacedAt = events.size();
     if (current != null) {
@@ -687,6 +712,7 @@ public final class CoreState {
     }
     KeyValue written = kv.build();
     keys.put(key, written);
+    dataBytes += bytesOf(written) - (current == null ? 0 : bytesOf(current));
     if (sessionId != 0) {
       sessions.get(sessionId).keys.add(key);
     }
@@ -702,6 +728,7 @@ public final class CoreState {
     revision++;
     detach(current);
     countLease(key, -1);
+    dataBytes -= bytesOf(current);
     events.add(deleted(current, cause));
     dropAttached(key, cause, events);
     return true;
@@ -988,6 +1015,45 @@ public final class CoreState {
     return revision;
   }
 
+  /**
+   * {@return the data bytes this replica holds, as applied so far: for each key and each
+   * tombstone of a revoked tenure, its key's bytes (UTF-8) and its value's (a named lease's value
+   * is its holder); for each session, its owner's and client identity's bytes (UTF-8); and {@value
+   * #DATA_BYTES_PER_ENTRY} for each of them} Not counted: revisions and other numbers, the replies
+   * kept for retried calls (bounded per client, see {@link CallDedup}), the ACL, the watch history
+   * (bounded by {@code --watch-history-bytes}). {@code --max-data-bytes} bounds it. Kept as every
+   * change happens (long arithmetic, nothing allocated) and counted anew when a snapshot is loaded;
+   * read without the lock.
+   */
+  public long dataBytes() {
+    return dataBytes;
+  }
+
+  /** {@return the data bytes of the whole state counted anew, as {@link #dataBytes()} defines them} */
+  synchronized long recountDataBytes() {
+    long bytes = 0;
+    for (KeyValue kv : keys.values()) {
+      bytes += bytesOf(kv);
+    }
+    for (KeyValue tombstone : revokedLeases.values()) {
+      bytes += bytesOf(tombstone);
+    }
+    for (Session s : sessions.all()) {
+      bytes += bytesOf(s);
+    }
+    return bytes;
+  }
+
+  /** {@return the data bytes of one key or tombstone} */
+  private static long bytesOf(KeyValue kv) {
+    return DATA_BYTES_PER_ENTRY + (long) LimitChecks.utf8Length(kv.getKey()) + kv.getValue().size();
+  }
+
+  /** {@return the data bytes of one session} */
+  private static long bytesOf(Session s) {
+    return DATA_BYTES_PER_ENTRY + (long) LimitChecks.utf8Length(s.owner) + LimitChecks.utf8Length(s.identity);
+  }
+
   /** {@return lease tenures this replica ended with their session's expiry since it started} */
   public synchronized long leaseExpiries() {
     return leaseExpiries;
@@ -1114,6 +1180,8 @@ public final class CoreState {
       sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
     dedup.readFrom(body.getClientsList(), format == SnapshotCodec.SNAPSHOT_FORMAT_1, clockMillis);
+    // Counted anew, not taken from the snapshot: whatever wrote it, the count is this state's.
+    dataBytes = recountDataBytes();
   }
 
 }

@@ -76,11 +76,13 @@ class CoreStateFuzzTest {
         assertThat(describe(a)).as("state after refused entry %d", index).isEqualTo(before);
       }
       assertThat(describe(b)).as("replica b after entry %d: %s", index, command).isEqualTo(describe(a));
+      assertThat(a.dataBytes()).as("running data bytes after entry %d: %s", index, command).isEqualTo(a.recountDataBytes());
     }
     CoreState copy = new CoreState();
     copy.readSnapshot(new ByteArrayInputStream(snapshot(a)));
     assertThat(describe(copy)).as("state after a snapshot round trip").isEqualTo(describe(a));
     assertThat(copy.counts()).as("counts after a snapshot round trip").isEqualTo(a.counts());
+    assertThat(copy.dataBytes()).as("data bytes after a snapshot round trip").isEqualTo(a.dataBytes());
   }
 
   /**
