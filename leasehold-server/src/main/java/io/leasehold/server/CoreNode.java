@@ -675,7 +675,9 @@ public final class CoreNode implements AutoCloseable {
         counters.writes.sum(),
         counters.writeNanos.sum(),
         limitChecks == null ? 0 : limitChecks.connectionsOpen(),
-        limitChecks == null ? 0 : limitChecks.connectionsAccepted());
+        limitChecks == null ? 0 : limitChecks.connectionsAccepted(),
+        state.dataBytes(),
+        config.limits().maxDataBytes());
   }
 
   /**

@@ -40,6 +40,11 @@ import java.time.Duration;
  *     plaintext HTTP/2) handshake before it is closed, {@link #LEAST_HANDSHAKE_TIMEOUT} to {@link
  *     #MOST_HANDSHAKE_TIMEOUT} ({@code --handshake-timeout}): connections held open half-made cannot
  *     pile up
+ * @param maxDataBytes data bytes the replicated state may hold ({@link
+ *     io.leasehold.server.replicated.CoreState#dataBytes()}: keys, values, session owners, and a
+ *     fixed charge per entry) before writes that add data are refused, {@value #LEAST_DATA_BYTES}
+ *     to {@value #MOST_DATA_BYTES} ({@code --max-data-bytes}); deletes, releases, revokes,
+ *     keep-alives and reads still go, so the cluster can be drained
  */
 public record Limits(
     int maxKeysPerSession,
@@ -50,7 +55,8 @@ public record Limits(
     int maxInFlightPerConnection,
     long watchHistoryBytes,
     Duration maxConnectionAge,
-    Duration handshakeTimeout) {
+    Duration handshakeTimeout,
+    long maxDataBytes) {
 
   /** Default {@code --max-connection-age}. */
   public static final Duration DEFAULT_MAX_CONNECTION_AGE = Duration.ofMinutes(30);
@@ -161,6 +167,23 @@ public record Limits(
    */
   public static final int MAX_UNPAGED_BYTES = 4 * 1024 * 1024;
 
+  /**
+   * Default {@code --max-data-bytes}: 64 MiB, what fits the shipped 1 GiB heap (deploy/kubernetes)
+   * by the documented sizing, 256 MB plus about 3 KB of heap per lease (docs/running-the-core.md):
+   * at 64 MiB a state of the smallest entries, each charged about {@value
+   * io.leasehold.server.replicated.CoreState#DATA_BYTES_PER_ENTRY} bytes, has about 250,000 of
+   * them, some 750 MB by that rule; a state of large values holds 64 MiB of them, twice while a
+   * snapshot loads. The 100,000 held leases the heap is sized for take about half of it. With a
+   * larger heap, raise it by one twelfth of what the heap grows (3 KB per 256 bytes charged).
+   */
+  public static final long DEFAULT_DATA_BYTES = 64L << 20;
+
+  /** The least {@code --max-data-bytes}: 1 MiB, room for one largest value and a few thousand leases. */
+  public static final long LEAST_DATA_BYTES = 1L << 20;
+
+  /** The most {@code --max-data-bytes} that may be configured: 1 TiB. */
+  public static final long MOST_DATA_BYTES = 1L << 40;
+
   /** The defaults. */
   public static final Limits DEFAULTS =
       new Limits(
@@ -172,7 +195,8 @@ public record Limits(
           DEFAULT_IN_FLIGHT_PER_CONNECTION,
           DEFAULT_WATCH_HISTORY_BYTES,
           DEFAULT_MAX_CONNECTION_AGE,
-          DEFAULT_HANDSHAKE_TIMEOUT);
+          DEFAULT_HANDSHAKE_TIMEOUT,
+          DEFAULT_DATA_BYTES);
 
   /**
    * Checks every value against its range.
@@ -189,6 +213,35 @@ public record Limits(
     check("--watch-history-bytes", watchHistoryBytes, LEAST_WATCH_HISTORY_BYTES, MOST_WATCH_HISTORY_BYTES);
     check("--max-connection-age", maxConnectionAge, LEAST_CONNECTION_AGE, MOST_CONNECTION_AGE);
     check("--handshake-timeout", handshakeTimeout, LEAST_HANDSHAKE_TIMEOUT, MOST_HANDSHAKE_TIMEOUT);
+    check("--max-data-bytes", maxDataBytes, LEAST_DATA_BYTES, MOST_DATA_BYTES);
+  }
+
+  /**
+   * The limits with the default data quota (the form before it was a setting).
+   *
+   * @param maxKeysPerSession keys attached to one session
+   * @param maxKeyBytes bytes of a key
+   * @param maxValueBytes bytes of a value
+   * @param maxWatchersPerConnection watches open at once on one connection
+   * @param maxWatchBacklog events a slow watcher may fall behind
+   * @param maxInFlightPerConnection calls other than watches open at once on one connection
+   * @param watchHistoryBytes bytes of watch history kept
+   * @param maxConnectionAge how long a client connection may live
+   * @param handshakeTimeout how long a connection's handshake may take
+   */
+  public Limits(
+      int maxKeysPerSession,
+      int maxKeyBytes,
+      int maxValueBytes,
+      int maxWatchersPerConnection,
+      int maxWatchBacklog,
+      int maxInFlightPerConnection,
+      long watchHistoryBytes,
+      Duration maxConnectionAge,
+      Duration handshakeTimeout) {
+    this(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
+        watchHistoryBytes, maxConnectionAge, handshakeTimeout, DEFAULT_DATA_BYTES);
   }
 
   /**
@@ -217,7 +270,8 @@ public record Limits(
         maxInFlightPerConnection,
         DEFAULT_WATCH_HISTORY_BYTES,
         DEFAULT_MAX_CONNECTION_AGE,
-        DEFAULT_HANDSHAKE_TIMEOUT);
+        DEFAULT_HANDSHAKE_TIMEOUT,
+        DEFAULT_DATA_BYTES);
   }
 
   private static void check(String flag, long value, long least, long most) {
@@ -242,27 +296,34 @@ public record Limits(
   public Limits withMaxKeysPerSession(int n) {
     return new Limits(
         n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
-        maxConnectionAge, handshakeTimeout);
+        maxConnectionAge, handshakeTimeout, maxDataBytes);
   }
 
   /** {@return a copy with another watchers-per-connection limit} */
   public Limits withMaxWatchersPerConnection(int n) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
-        maxConnectionAge, handshakeTimeout);
+        maxConnectionAge, handshakeTimeout, maxDataBytes);
   }
 
   /** {@return a copy with another bound on the watch history's bytes} */
   public Limits withWatchHistoryBytes(long n) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, n,
-        maxConnectionAge, handshakeTimeout);
+        maxConnectionAge, handshakeTimeout, maxDataBytes);
   }
 
   /** {@return a copy with another connection age and handshake timeout} */
   public Limits withConnections(Duration age, Duration handshake) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
-        watchHistoryBytes, age, handshake);
+        watchHistoryBytes, age, handshake, maxDataBytes);
+  }
+
+  /** {@return a copy with another bound on the data bytes the replicated state may hold} */
+  public Limits withMaxDataBytes(long n) {
+    return new Limits(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
+        watchHistoryBytes, maxConnectionAge, handshakeTimeout, n);
   }
 }

@@ -28,6 +28,9 @@ import java.util.List;
  * @param writeNanos their summed latency, from receipt to the answer
  * @param clientConnections client connections open now
  * @param clientConnectionsTotal client connections accepted since the node started
+ * @param dataBytes the data bytes this replica holds, as {@code --max-data-bytes} counts them
+ *     ({@link io.leasehold.server.replicated.CoreState#dataBytes()})
+ * @param maxDataBytes this node's {@code --max-data-bytes}
  */
 public record NodeSnapshot(
     String id,
@@ -50,7 +53,9 @@ public record NodeSnapshot(
     long writes,
     long writeNanos,
     long clientConnections,
-    long clientConnectionsTotal) {
+    long clientConnectionsTotal,
+    long dataBytes,
+    long maxDataBytes) {
 
   /** How far this node's applied state is behind the highest commit index it knows of. */
   public long applyLag() {

@@ -50,6 +50,11 @@ public final class OneNodeCore implements AutoCloseable {
     return cluster.node(0).orElseThrow().snapshot().writes();
   }
 
+  /** {@return the data bytes the node's replica holds ({@code --max-data-bytes} counts them)} */
+  public long dataBytes() {
+    return cluster.node(0).orElseThrow().snapshot().dataBytes();
+  }
+
   @Override
   public void close() {
     channel.shutdownNow();

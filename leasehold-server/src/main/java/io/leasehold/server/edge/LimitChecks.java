@@ -32,6 +32,20 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Keys per session are counted in this node's applied state when a write arrives, so writes to
  * one session that are still on their way to the log (at most the calls in flight, a batch's ops
  * each) can take a session past the limit by that many; never further.
+ *
+ * <p><b>The data quota</b> ({@code --max-data-bytes}) is checked the same way, against {@link
+ * CoreState#dataBytes()} as this node has applied it, never in the log's apply (so every replica
+ * applies the same entries whatever its own flag, and stays deterministic). Once the state holds
+ * at least the quota, every write that can add data is refused: put (a tenure's attached key
+ * too), compare-and-set, grant, and an acquire of a name that has neither a tenure nor a tombstone
+ * (any other acquire adds nothing: it is refused by the log, retries the same tenure, or replaces
+ * it). Delete, release, revoke, keep-alives and reads are never refused, so a full cluster can be
+ * drained. Writes admitted while the count was below the quota but not applied yet can take the
+ * state past it, by at most what is in flight: per connection {@code
+ * --max-in-flight-per-connection} calls (a batch's ops each), each no larger than a key and a
+ * value may be. That bound is what a node's heap must leave room for above the quota, and it
+ * keeps the state bounded, which is what the quota is for; an exact quota would need the check in
+ * the log, applied alike on every replica.
  */
 public final class LimitChecks {
 
@@ -102,6 +116,9 @@ public final class LimitChecks {
             over = keysOverLimit(p.getSessionId(), "", p.getKey());
           }
         }
+        if (over == null) {
+          over = dataOverQuota();
+        }
       }
       case DELETE -> over = keyOverLimit(command.getDelete().getKey());
       case COMPARE_AND_SET -> {
@@ -113,14 +130,36 @@ public final class LimitChecks {
         if (over == null && c.getSessionId() != 0) {
           over = keysOverLimit(c.getSessionId(), "", c.getKey());
         }
+        if (over == null) {
+          over = dataOverQuota();
+        }
       }
       case ACQUIRE -> {
         AcquireRequest a = command.getAcquire();
         over = keysOverLimit(a.getSessionId(), CoreState.LEASE_PREFIX, a.getName());
+        if (over == null) {
+          over = dataOverQuota();
+          // Only a name without a tenure or a tombstone gets a new key; looked up at the quota only.
+          if (over != null && state.leaseNameInUse(a.getName())) {
+            over = null;
+          }
+        }
       }
+      case GRANT -> over = dataOverQuota();
       default -> over = null;
     }
     return over == null ? null : over + "; nothing was written";
+  }
+
+  /** {@return why no write may add data now (the state holds at least the quota), or null} */
+  private String dataOverQuota() {
+    long bytes = state.dataBytes();
+    long max = limits.maxDataBytes();
+    return bytes < max
+        ? null
+        : "the replicated state holds " + bytes + " bytes of data, at or over --max-data-bytes " + max
+            + ": delete keys, release leases or close sessions to make room (deletes, releases, revokes,"
+            + " keep-alives and reads still work)";
   }
 
   private String keysOverLimit(long sessionId, String prefix, String name) {

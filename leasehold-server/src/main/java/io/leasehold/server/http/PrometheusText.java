@@ -50,6 +50,11 @@ public final class PrometheusText {
     gauge(out, nodes, "leasehold_keys", "Keys in the node's replica.", NodeSnapshot::keys);
     gauge(out, nodes, "leasehold_leases_held", "Named leases held, in the node's replica.", NodeSnapshot::leasesHeld);
     gauge(out, nodes, "leasehold_revision", "The replica's revision.", NodeSnapshot::revision);
+    gauge(out, nodes, "leasehold_data_bytes",
+        "Data bytes in the node's replica (keys, values, session owners, 256 per entry), as --max-data-bytes counts them.",
+        NodeSnapshot::dataBytes);
+    gauge(out, nodes, "leasehold_data_bytes_limit",
+        "The node's --max-data-bytes: at or over it, writes that add data are refused.", NodeSnapshot::maxDataBytes);
     counter(out, nodes, "leasehold_lease_expiries_total", "Lease tenures the replica saw end with their session's expiry.", NodeSnapshot::leaseExpiries);
     counter(out, nodes, "leasehold_keepalives_total", "Keep-alive messages the node answered.", NodeSnapshot::keepAlives);
     gauge(out, nodes, "leasehold_client_connections", "Client connections open on the node.", NodeSnapshot::clientConnections);

@@ -36,6 +36,8 @@ public final class StatusJson {
           .append(",\"sessions\":").append(n.sessions())
           .append(",\"keys\":").append(n.keys())
           .append(",\"leasesHeld\":").append(n.leasesHeld())
+          .append(",\"dataBytes\":").append(n.dataBytes())
+          .append(",\"maxDataBytes\":").append(n.maxDataBytes())
           .append(",\"revision\":").append(n.revision())
           .append(",\"peers\":[");
       for (int j = 0; j < n.peers().size(); j++) {

@@ -935,6 +935,15 @@ public final class CoreState {
     return s.keys.size();
   }
 
+  /**
+   * {@return whether the named lease {@code name} has a tenure or a tombstone: an acquire of it
+   * adds no key} The key is built for the look-up: called only when the data quota is reached.
+   */
+  public synchronized boolean leaseNameInUse(String name) {
+    String key = LEASE_PREFIX + name;
+    return keys.containsKey(key) || revokedLeases.containsKey(key);
+  }
+
   /** A session's state as a keep-alive needs it. */
   public enum SessionStatus {
     /** There is no such session (never granted, expired or revoked). */

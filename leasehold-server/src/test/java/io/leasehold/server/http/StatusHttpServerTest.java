@@ -122,8 +122,9 @@ class StatusHttpServerTest {
         "leasehold_raft_commit_index", "leasehold_raft_apply_lag", "leasehold_raft_peer_commit_lag",
         "leasehold_leaderships_total", "leasehold_sessions", "leasehold_keys", "leasehold_leases_held",
         "leasehold_lease_expiries_total", "leasehold_keepalives_total", "leasehold_client_connections", "leasehold_client_connections_total",
-        "leasehold_write_seconds");
+        "leasehold_write_seconds", "leasehold_data_bytes", "leasehold_data_bytes_limit");
     assertThat(scrape.get("leasehold_raft_peer_commit_lag")).hasSize(3);
+    assertThat(value(scrape, "leasehold_data_bytes_limit", Map.of())).isEqualTo(io.leasehold.server.Limits.DEFAULT_DATA_BYTES);
 
     // All three nodes in one scrape (as dev serves them): one family each, one sample per node.
     Map<String, List<PrometheusTextFormat.Sample>> dev = scrape(all);
