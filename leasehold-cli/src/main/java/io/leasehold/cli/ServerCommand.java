@@ -290,6 +290,17 @@ final class ServerCommand implements Callable<Integer> {
           + " it is closed; 1s to 2m (default: ${DEFAULT-VALUE}).")
   private Duration handshakeTimeout;
 
+  @Option(
+      names = "--max-data-bytes",
+      paramLabel = "BYTES",
+      defaultValue = "" + Limits.DEFAULT_DATA_BYTES,
+      description = "Data bytes the cluster's state may hold (keys and values, session owners, and "
+          + io.leasehold.server.replicated.CoreState.DATA_BYTES_PER_ENTRY + " per key and session) before"
+          + " puts, compare-and-sets, grants and acquires of new names are refused; deletes, releases,"
+          + " revokes, keep-alives and reads still work. " + Limits.LEAST_DATA_BYTES + " to "
+          + Limits.MOST_DATA_BYTES + " (default: ${DEFAULT-VALUE}, for a 1 GiB heap; docs/security.md).")
+  private long maxDataBytes;
+
   /**
    * {@return the node's configuration}
    *
@@ -362,7 +373,8 @@ final class ServerCommand implements Callable<Integer> {
                   maxInFlightPerConnection,
                   watchHistoryBytes,
                   maxConnectionAge,
-                  handshakeTimeout));
+                  handshakeTimeout,
+                  maxDataBytes));
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());
     }

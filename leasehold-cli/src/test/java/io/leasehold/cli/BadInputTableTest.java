@@ -281,6 +281,12 @@ class BadInputTableTest {
         row(2, "--watch-history-bytes must be 2097152 to 17179869184; was 1024",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--watch-history-bytes", "1024"),
+        row(2, "--max-data-bytes must be 1048576 to 1099511627776; was 1048575",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--max-data-bytes", "1048575"),
+        row(2, "--max-data-bytes must be 1048576 to 1099511627776; was 1099511627777",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--max-data-bytes", "1099511627777"),
         row(2, "--max-in-flight-per-connection must be 8 to 1000000; was 7",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-in-flight-per-connection", "7"),
@@ -296,6 +302,9 @@ class BadInputTableTest {
         row(2, "Invalid value for option '--max-watch-backlog': 'lots' is not an int",
             "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
             "--max-watch-backlog", "lots"),
+        row(2, "Invalid value for option '--max-data-bytes': '64MiB' is not a long",
+            "server", "--id", "n1", "--peers", "n1=127.0.0.1:FREE", "--data-dir", "target/never-created",
+            "--max-data-bytes", "64MiB"),
         // the operator's first hour: a mistyped scheme gets the nearest real one, not a made-up module
         row(2, "no Leasehold backend for scheme 'leasehol' is on the class path or module path (available: etcd,"
             + " etcds, kubernetes, leasehold, leaseholds, memory, zookeeper); did you mean 'leasehold:'?",
