@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  * so it never sees a snapshot file whose MD5 is not written yet.
  *
  * <p>{@link #take} is called on the applying thread only; {@link #close} once, when the state
- * machine closes.
+ * machine closes, perhaps on another thread: the two hold this object's lock to hand the write in
+ * progress over (never while a write runs or is waited for).
  */
 final class SnapshotWriter implements AutoCloseable {
 
@@ -71,7 +72,12 @@ final class SnapshotWriter implements AutoCloseable {
    * The write in progress, or done and not yet answered to Ratis: completes with the snapshot put
    * in place, or null if it was dropped; null when there is none.
    */
-  private volatile CompletableFuture<SingleFileSnapshotInfo> writing;
+  private CompletableFuture<SingleFileSnapshotInfo> writing;
+  /**
+   * Set by {@link #finish}: no write starts after it. Ratis closes the state machine on a thread
+   * of its own; a {@link #take} racing it would start a write on an executor being shut down.
+   */
+  private boolean closed;
 
   /** A copy of the state that can be written as a snapshot ({@link CoreState.Frozen#writeTo}). */
   @FunctionalInterface
@@ -139,7 +145,10 @@ final class SnapshotWriter implements AutoCloseable {
    *     RaftLog#INVALID_LOG_INDEX} if none was
    * @throws IOException if the last write failed (the next call starts another)
    */
-  long take(TermIndex last, Supplier<Copy> copy) throws IOException {
+  synchronized long take(TermIndex last, Supplier<Copy> copy) throws IOException {
+    if (closed) {
+      return RaftLog.INVALID_LOG_INDEX;
+    }
     CompletableFuture<SingleFileSnapshotInfo> w = writing;
     if (w != null) {
       if (!w.isDone()) {
@@ -246,8 +255,12 @@ final class SnapshotWriter implements AutoCloseable {
    * @param patience how long to wait for the write
    */
   void finish(java.time.Duration patience) {
-    CompletableFuture<SingleFileSnapshotInfo> w = writing;
-    writing = null;
+    CompletableFuture<SingleFileSnapshotInfo> w;
+    synchronized (this) {
+      closed = true;
+      w = writing;
+      writing = null;
+    }
     if (w == null) {
       return;
     }

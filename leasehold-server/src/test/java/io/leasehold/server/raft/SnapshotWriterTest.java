@@ -201,6 +201,15 @@ class SnapshotWriterTest {
     }
   }
 
+  @Test
+  void noWriteStartsOnceTheNodeStopped() throws IOException {
+    grantSessions(1);
+    writer.finish(Duration.ofSeconds(1));
+
+    assertThat(writer.take(TermIndex.valueOf(1, index), this::copy)).isEqualTo(RaftLog.INVALID_LOG_INDEX);
+    assertThat(writes.waiting()).as("nothing handed to an executor being shut down").isZero();
+  }
+
   private void grantSessions(int n) {
     for (int i = 0; i < n; i++) {
       long at = ++index;
