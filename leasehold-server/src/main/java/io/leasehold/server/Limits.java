@@ -217,34 +217,6 @@ public record Limits(
   }
 
   /**
-   * The limits with the default data quota (the form before it was a setting).
-   *
-   * @param maxKeysPerSession keys attached to one session
-   * @param maxKeyBytes bytes of a key
-   * @param maxValueBytes bytes of a value
-   * @param maxWatchersPerConnection watches open at once on one connection
-   * @param maxWatchBacklog events a slow watcher may fall behind
-   * @param maxInFlightPerConnection calls other than watches open at once on one connection
-   * @param watchHistoryBytes bytes of watch history kept
-   * @param maxConnectionAge how long a client connection may live
-   * @param handshakeTimeout how long a connection's handshake may take
-   */
-  public Limits(
-      int maxKeysPerSession,
-      int maxKeyBytes,
-      int maxValueBytes,
-      int maxWatchersPerConnection,
-      int maxWatchBacklog,
-      int maxInFlightPerConnection,
-      long watchHistoryBytes,
-      Duration maxConnectionAge,
-      Duration handshakeTimeout) {
-    this(
-        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
-        watchHistoryBytes, maxConnectionAge, handshakeTimeout, DEFAULT_DATA_BYTES);
-  }
-
-  /**
    * The limits with the default watch history (the form before it was a setting).
    *
    * @param maxKeysPerSession keys attached to one session
