@@ -676,7 +676,7 @@ public final class CoreNode implements AutoCloseable {
         counters.writeNanos.sum(),
         limitChecks == null ? 0 : limitChecks.connectionsOpen(),
         limitChecks == null ? 0 : limitChecks.connectionsAccepted(),
-        state.dataBytes(),
+        state.quotaBytes(),
         config.limits().maxDataBytes());
   }
 

@@ -28,8 +28,9 @@ import java.util.List;
  * @param writeNanos their summed latency, from receipt to the answer
  * @param clientConnections client connections open now
  * @param clientConnectionsTotal client connections accepted since the node started
- * @param dataBytes the data bytes this replica holds, as {@code --max-data-bytes} counts them
- *     ({@link io.leasehold.server.replicated.CoreState#dataBytes()})
+ * @param dataBytes the bytes this replica holds, as {@code --max-data-bytes} counts them: its
+ *     data and what it remembers of clients' calls ({@link
+ *     io.leasehold.server.replicated.CoreState#quotaBytes()})
  * @param maxDataBytes this node's {@code --max-data-bytes}
  */
 public record NodeSnapshot(

@@ -58,7 +58,7 @@ class DataQuotaTest {
   private static void isTheQuotasRefusal(StatusRuntimeException e) {
     assertThat(e.getStatus().getCode()).as("%s", e.getStatus()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
     assertThat(e.getStatus().getDescription())
-        .matches("the replicated state holds \\d+ bytes of data, at or over --max-data-bytes " + QUOTA + ": .*")
+        .matches("the replicated state holds \\d+ bytes of data and call records, at or over --max-data-bytes " + QUOTA + ": .*")
         .endsWith("; nothing was written");
   }
 

@@ -34,7 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * each) can take a session past the limit by that many; never further.
  *
  * <p><b>The data quota</b> ({@code --max-data-bytes}) is checked the same way, against {@link
- * CoreState#dataBytes()} as this node has applied it, never in the log's apply (so every replica
+ * CoreState#quotaBytes()} (the data, and what is remembered of clients' calls) as this node has applied it, never in the log's apply (so every replica
  * applies the same entries whatever its own flag, and stays deterministic). Once the state holds
  * at least the quota, every write that can add data is refused: put (a tenure's attached key
  * too), compare-and-set, grant, and an acquire of a name that has neither a tenure nor a tombstone
@@ -148,16 +148,37 @@ public final class LimitChecks {
       case GRANT -> over = dataOverQuota();
       default -> over = null;
     }
+    if (over == null) {
+      over = callRecordsOverQuota(command);
+    }
     return over == null ? null : over + "; nothing was written";
+  }
+
+  /**
+   * {@return why a write from a client the state does not remember may not go now, or null} What
+   * the state remembers of clients' calls is bounded per client only; calls from ever new client
+   * ids (any write, a delete or a refused one too) would grow it without bound. Once it alone
+   * holds the quota, only clients it remembers write, until older clients are forgotten; the
+   * state then holds at most about twice the quota. Looked up only at the quota.
+   */
+  private String callRecordsOverQuota(Command command) {
+    long records = state.callRecordBytes();
+    long max = limits.maxDataBytes();
+    if (records < max || state.remembersCaller(command)) {
+      return null;
+    }
+    return "the replicated state remembers " + records + " bytes of clients' calls, at or over --max-data-bytes "
+        + max + ": a client it does not know yet may write once calls idle for "
+        + CoreState.CALLS_REMEMBERED_MILLIS / 60_000 + " minutes are forgotten (clients it knows still write)";
   }
 
   /** {@return why no write may add data now (the state holds at least the quota), or null} */
   private String dataOverQuota() {
-    long bytes = state.dataBytes();
+    long bytes = state.quotaBytes();
     long max = limits.maxDataBytes();
     return bytes < max
         ? null
-        : "the replicated state holds " + bytes + " bytes of data, at or over --max-data-bytes " + max
+        : "the replicated state holds " + bytes + " bytes of data and call records, at or over --max-data-bytes " + max
             + ": delete keys, release leases or close sessions to make room (deletes, releases, revokes,"
             + " keep-alives and reads still work)";
   }

@@ -43,16 +43,33 @@ final class CallDedup {
   /** Of those, the ones below a client's first call applied (see {@link Calls#remember}). */
   static final int FIRST_CALL_HOLES = 16;
 
+  /**
+   * What {@link #bytes()} charges for each client remembered, besides its holes and replies: its
+   * map entry, its maps and their headers.
+   */
+  static final int BYTES_PER_CLIENT = 256;
+
+  /** What {@link #bytes()} charges for each hole: a tree-map entry and two boxed longs. */
+  static final int BYTES_PER_HOLE = 64;
+
+  /** What {@link #bytes()} charges for each kept reply besides its serialised bytes. */
+  static final int BYTES_PER_REPLY = 64;
+
   /** Clients in a fixed order, so that equal states write equal snapshots. */
   private static final Comparator<ClientKey> CLIENT_ORDER =
       Comparator.comparingLong(ClientKey::high).thenComparingLong(ClientKey::low);
 
   private final Map<ClientKey, Calls> clients = new HashMap<>();
+  /**
+   * {@link #bytes()}, kept as every change happens. Written under {@code CoreState}'s lock only;
+   * volatile so the edge reads it without the lock.
+   */
+  private volatile long bytes;
 
   private record ClientKey(long high, long low) {}
 
   /** What is remembered of one client's calls. */
-  static final class Calls {
+  final class Calls {
     private final LinkedHashMap<Long, Reply> replies = new LinkedHashMap<>();
     /** The highest call id applied. */
     private long high;
@@ -60,6 +77,24 @@ final class CallDedup {
     private final TreeMap<Long, Long> holes = new TreeMap<>();
     /** Cluster time of the client's last write. */
     private long lastMillis;
+    /** This client's share of {@link CallDedup#bytes()}. */
+    private long ownBytes;
+
+    private void charge(long delta) {
+      ownBytes += delta;
+      bytes += delta;
+    }
+
+    private void putHole(long id, long sinceMillis) {
+      if (holes.put(id, sinceMillis) == null) {
+        charge(BYTES_PER_HOLE);
+      }
+    }
+
+    private void putReply(long callId, Reply reply) {
+      Reply replaced = replies.put(callId, reply);
+      charge(replyBytes(reply) - (replaced == null ? 0 : replyBytes(replaced)));
+    }
 
     /** {@return whether {@code callId} is at or below the highest call applied: applied, or a hole} */
     boolean atOrBelowHighest(long callId) {
@@ -90,23 +125,24 @@ final class CallDedup {
         // calls go out together, so only one overtaken by more than that many is refused as too late.
         long lowest = high == 0 ? callId - FIRST_CALL_HOLES : callId - MAX_HOLES_PER_CLIENT;
         for (long id = Math.max(high + 1, lowest); id < callId; id++) {
-          holes.put(id, nowMillis);
+          putHole(id, nowMillis);
         }
         high = callId;
-      } else {
-        holes.remove(callId);
+      } else if (holes.remove(callId) != null) {
+        charge(-BYTES_PER_HOLE);
       }
       if (!holes.isEmpty()) {
         // Holes are made in increasing id and time, so the lowest is the oldest.
         while (holes.size() > MAX_HOLES_PER_CLIENT
             || (!holes.isEmpty() && nowMillis - holes.firstEntry().getValue() > DEDUP_WINDOW_MILLIS)) {
           holes.pollFirstEntry();
+          charge(-BYTES_PER_HOLE);
         }
       }
-      replies.put(callId, reply);
+      putReply(callId, reply);
       if (replies.size() > CoreState.REPLIES_KEPT_PER_CLIENT) {
-        Iterator<Long> oldest = replies.keySet().iterator();
-        oldest.next();
+        Iterator<Reply> oldest = replies.values().iterator();
+        charge(-replyBytes(oldest.next()));
         oldest.remove();
       }
       lastMillis = nowMillis;
@@ -115,12 +151,56 @@ final class CallDedup {
 
   /** {@return what is remembered of the calls of the client that sent {@code call}; new if nothing} */
   Calls of(CallId call) {
-    return clients.computeIfAbsent(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()), c -> new Calls());
+    return clients.computeIfAbsent(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()), c -> newCalls());
+  }
+
+  /** {@return whether calls of the client that sent {@code call} are remembered} */
+  boolean remembers(CallId call) {
+    return clients.containsKey(new ClientKey(call.getClientIdHigh(), call.getClientIdLow()));
+  }
+
+  private Calls newCalls() {
+    Calls calls = new Calls();
+    calls.charge(BYTES_PER_CLIENT);
+    return calls;
   }
 
   /** Forgets clients idle for the whole window: no copy of their calls can arrive any more. */
   void forgetIdle(long nowMillis) {
-    clients.values().removeIf(c -> nowMillis - c.lastMillis > DEDUP_WINDOW_MILLIS);
+    clients.values().removeIf(c -> {
+      boolean idle = nowMillis - c.lastMillis > DEDUP_WINDOW_MILLIS;
+      if (idle) {
+        bytes -= c.ownBytes;
+      }
+      return idle;
+    });
+  }
+
+  /**
+   * {@return the bytes what is remembered of clients' calls takes, as {@code --max-data-bytes}
+   * counts them: {@value #BYTES_PER_CLIENT} per client, {@value #BYTES_PER_HOLE} per hole, and
+   * each kept reply's serialised bytes plus {@value #BYTES_PER_REPLY}} Bounded per client, not in
+   * clients: anyone may send calls from fresh client ids, each remembered for the whole window.
+   * Kept as every change happens; read without the lock.
+   */
+  long bytes() {
+    return bytes;
+  }
+
+  /** {@return {@link #bytes()} counted anew from what is remembered} */
+  long recountBytes() {
+    long total = 0;
+    for (Calls c : clients.values()) {
+      total += BYTES_PER_CLIENT + (long) BYTES_PER_HOLE * c.holes.size();
+      for (Reply r : c.replies.values()) {
+        total += replyBytes(r);
+      }
+    }
+    return total;
+  }
+
+  private static long replyBytes(Reply reply) {
+    return BYTES_PER_REPLY + reply.getSerializedSize();
   }
 
   /** {@return the client's call id of a command a client sent; null for one the cluster wrote} */
@@ -174,16 +254,17 @@ final class CallDedup {
    */
   void readFrom(List<ClientCalls> snapshotClients, boolean repliesOnly, long nowMillis) {
     clients.clear();
+    bytes = 0;
     for (ClientCalls c : snapshotClients) {
-      Calls calls = new Calls();
-      c.getRepliesList().forEach(r -> calls.replies.put(r.getCallId(), r.getReply()));
+      Calls calls = newCalls();
+      c.getRepliesList().forEach(r -> calls.putReply(r.getCallId(), r.getReply()));
       if (repliesOnly) {
         calls.high = calls.replies.keySet().stream().mapToLong(Long::longValue).max().orElse(0);
         calls.lastMillis = nowMillis;
       } else {
         calls.high = c.getHigh();
         calls.lastMillis = c.getLastMillis();
-        c.getHolesList().forEach(h -> calls.holes.put(h.getCallId(), h.getSinceMillis()));
+        c.getHolesList().forEach(h -> calls.putHole(h.getCallId(), h.getSinceMillis()));
       }
       clients.put(new ClientKey(c.getClientIdHigh(), c.getClientIdLow()), calls);
     }

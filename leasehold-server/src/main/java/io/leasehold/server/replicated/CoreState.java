@@ -1028,14 +1028,49 @@ public final class CoreState {
    * {@return the data bytes this replica holds, as applied so far: for each key and each
    * tombstone of a revoked tenure, its key's bytes (UTF-8) and its value's (a named lease's value
    * is its holder); for each session, its owner's and client identity's bytes (UTF-8); and {@value
-   * #DATA_BYTES_PER_ENTRY} for each of them} Not counted: revisions and other numbers, the replies
-   * kept for retried calls (bounded per client, see {@link CallDedup}), the ACL, the watch history
+   * #DATA_BYTES_PER_ENTRY} for each of them} Not counted here: revisions and other numbers, what is
+   * remembered of clients' calls ({@link #callRecordBytes()}, which {@code --max-data-bytes} counts
+   * beside this), the ACL, the watch history
    * (bounded by {@code --watch-history-bytes}). {@code --max-data-bytes} bounds it. Kept as every
    * change happens (long arithmetic, nothing allocated) and counted anew when a snapshot is loaded;
    * read without the lock.
    */
   public long dataBytes() {
     return dataBytes;
+  }
+
+  /**
+   * {@return the bytes what the state remembers of clients' calls takes ({@link CallDedup#bytes()}):
+   * per client, its holes and its kept replies} Not in {@link #dataBytes()}, which is the data a
+   * client wrote, but counted by {@code --max-data-bytes} with it ({@link #quotaBytes()}): a call
+   * from a fresh client id is remembered for minutes whether or not it wrote anything, so calls
+   * from ever new ids, refused or not, would otherwise grow the state without bound. Read without
+   * the lock.
+   */
+  public long callRecordBytes() {
+    return dedup.bytes();
+  }
+
+  /** {@return what {@code --max-data-bytes} bounds: {@link #dataBytes()} and {@link #callRecordBytes()}} */
+  public long quotaBytes() {
+    return dataBytes + dedup.bytes();
+  }
+
+  /** How long (cluster time) a client's calls are remembered after its last write. */
+  public static final long CALLS_REMEMBERED_MILLIS = CallDedup.DEDUP_WINDOW_MILLIS;
+
+  /**
+   * {@return whether the state remembers calls of the client that sent {@code command}, or the
+   * command carries no call to remember (written by the cluster, or without a call id)}
+   */
+  public synchronized boolean remembersCaller(Command command) {
+    CallId call = CallDedup.callOf(command);
+    return call == null || call.getCallId() == 0 || dedup.remembers(call);
+  }
+
+  /** {@return {@link #callRecordBytes()} counted anew} */
+  synchronized long recountCallRecordBytes() {
+    return dedup.recountBytes();
   }
 
   /** {@return the data bytes of the whole state counted anew, as {@link #dataBytes()} defines them} */

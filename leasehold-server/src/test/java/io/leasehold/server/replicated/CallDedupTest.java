@@ -84,4 +84,45 @@ class CallDedupTest {
     assertThat(old.of(CLIENT).openHole(6, 100)).as("format 1 kept no holes").isFalse();
     assertThat(old.of(CLIENT).atOrBelowHighest(7)).isTrue();
   }
+
+  /**
+   * What is remembered is counted in bytes as it changes — a client, its holes, its kept replies —
+   * and the running count always equals a count anew: through holes made and closed, holes and
+   * replies dropped at their bounds, idle clients forgotten and a snapshot read back.
+   */
+  @Test
+  void theRememberedCallsAreCountedInBytesAsTheyChange() {
+    CallDedup dedup = new CallDedup();
+    assertThat(dedup.bytes()).isZero();
+    CallDedup.Calls calls = dedup.of(CLIENT);
+    assertThat(dedup.bytes()).as("a client").isEqualTo(CallDedup.BYTES_PER_CLIENT);
+
+    calls.remember(100, reply("hundred"), 0);
+    long oneReply = CallDedup.BYTES_PER_REPLY + reply("hundred").getSerializedSize();
+    assertThat(dedup.bytes()).as("a far first call: the client, its few holes, its reply")
+        .isEqualTo(CallDedup.BYTES_PER_CLIENT + (long) CallDedup.FIRST_CALL_HOLES * CallDedup.BYTES_PER_HOLE + oneReply);
+    assertThat(dedup.bytes()).isEqualTo(dedup.recountBytes());
+
+    calls.remember(99, reply("hundred"), 0); // closes a hole
+    calls.remember(100 + 5 * CallDedup.MAX_HOLES_PER_CLIENT, reply("far"), 1); // holes dropped at their bound
+    for (long id = 1; id <= CoreState.REPLIES_KEPT_PER_CLIENT + 3; id++) { // replies dropped at theirs
+      calls.remember(100 + 5 * CallDedup.MAX_HOLES_PER_CLIENT + id, reply("r" + id), 2);
+    }
+    CallDedup.Calls other = dedup.of(CLIENT.toBuilder().setClientIdLow(3).build());
+    other.remember(100, reply("seven"), CallDedup.DEDUP_WINDOW_MILLIS);
+    assertThat(dedup.bytes()).isEqualTo(dedup.recountBytes());
+
+    SnapshotBody.Builder body = SnapshotBody.newBuilder();
+    dedup.writeTo(body);
+    CallDedup read = new CallDedup();
+    read.readFrom(body.getClientsList(), false, 0);
+    assertThat(read.bytes()).as("read back from a snapshot").isEqualTo(dedup.bytes()).isEqualTo(read.recountBytes());
+
+    dedup.forgetIdle(CallDedup.DEDUP_WINDOW_MILLIS + 3); // the first client is idle, the other not
+    assertThat(dedup.bytes()).isEqualTo(dedup.recountBytes())
+        .isEqualTo(CallDedup.BYTES_PER_CLIENT + (long) CallDedup.FIRST_CALL_HOLES * CallDedup.BYTES_PER_HOLE
+            + CallDedup.BYTES_PER_REPLY + reply("seven").getSerializedSize());
+    dedup.forgetIdle(3 * CallDedup.DEDUP_WINDOW_MILLIS);
+    assertThat(dedup.bytes()).as("everyone forgotten").isZero();
+  }
 }

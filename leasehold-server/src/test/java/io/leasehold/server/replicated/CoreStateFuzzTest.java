@@ -77,12 +77,15 @@ class CoreStateFuzzTest {
       }
       assertThat(describe(b)).as("replica b after entry %d: %s", index, command).isEqualTo(describe(a));
       assertThat(a.dataBytes()).as("running data bytes after entry %d: %s", index, command).isEqualTo(a.recountDataBytes());
+      assertThat(a.callRecordBytes()).as("running call record bytes after entry %d: %s", index, command)
+          .isEqualTo(a.recountCallRecordBytes());
     }
     CoreState copy = new CoreState();
     copy.readSnapshot(new ByteArrayInputStream(snapshot(a)));
     assertThat(describe(copy)).as("state after a snapshot round trip").isEqualTo(describe(a));
     assertThat(copy.counts()).as("counts after a snapshot round trip").isEqualTo(a.counts());
     assertThat(copy.dataBytes()).as("data bytes after a snapshot round trip").isEqualTo(a.dataBytes());
+    assertThat(copy.callRecordBytes()).as("call record bytes after a snapshot round trip").isEqualTo(a.callRecordBytes());
   }
 
   /**
