@@ -60,11 +60,8 @@ final class CallDedup {
       Comparator.comparingLong(ClientKey::high).thenComparingLong(ClientKey::low);
 
   private final Map<ClientKey, Calls> clients = new HashMap<>();
-  /**
-   * {@link #bytes()}, kept as every change happens. Written under {@code CoreState}'s lock only;
-   * volatile so the edge reads it without the lock.
-   */
-  private volatile long bytes;
+  /** {@link #bytes()}, kept as every change happens (under {@code CoreState}'s lock). */
+  private long bytes;
 
   private record ClientKey(long high, long low) {}
 
@@ -181,7 +178,8 @@ final class CallDedup {
    * counts them: {@value #BYTES_PER_CLIENT} per client, {@value #BYTES_PER_HOLE} per hole, and
    * each kept reply's serialised bytes plus {@value #BYTES_PER_REPLY}} Bounded per client, not in
    * clients: anyone may send calls from fresh client ids, each remembered for the whole window.
-   * Kept as every change happens; read without the lock.
+   * Kept as every change happens; read under {@code CoreState}'s lock, which publishes it once per
+   * applied command for the edge.
    */
   long bytes() {
     return bytes;

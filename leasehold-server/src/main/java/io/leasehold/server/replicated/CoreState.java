@@ -126,6 +126,8 @@ public final class CoreState {
    * under the lock; volatile so the edge reads it for every write without taking the lock.
    */
   private volatile long dataBytes;
+  /** {@link CallDedup#bytes()} as of the last command applied: the edge reads it without the lock. */
+  private volatile long callRecordBytes;
   /** How many attached keys exist: while none do, ending a tenure looks for none (no cost). */
   private long attachedKeys;
   /** Lease tenures this replica ended because their session expired, since it started (metrics). */
@@ -191,6 +193,12 @@ public final class CoreState {
    * in one entry share its stamp).
    */
   public synchronized Applied apply(long index, long term, long stamp, Command command) {
+    Applied applied = applyCommand(index, term, stamp, command);
+    callRecordBytes = dedup.bytes(); // one volatile write per command, not one per hole and reply
+    return applied;
+  }
+
+  private Applied applyCommand(long index, long term, long stamp, Command command) {
     refuseIfNewer(index, command);
     if (stamp > clockMillis) {
       clockMillis = stamp;
@@ -1048,12 +1056,12 @@ public final class CoreState {
    * the lock.
    */
   public long callRecordBytes() {
-    return dedup.bytes();
+    return callRecordBytes;
   }
 
   /** {@return what {@code --max-data-bytes} bounds: {@link #dataBytes()} and {@link #callRecordBytes()}} */
   public long quotaBytes() {
-    return dataBytes + dedup.bytes();
+    return dataBytes + callRecordBytes;
   }
 
   /** How long (cluster time) a client's calls are remembered after its last write. */
@@ -1224,6 +1232,7 @@ public final class CoreState {
       sessions.get(tombstone.getSessionId()).revokedKeys.add(tombstone.getKey());
     }
     dedup.readFrom(body.getClientsList(), format == SnapshotCodec.SNAPSHOT_FORMAT_1, clockMillis);
+    callRecordBytes = dedup.bytes();
     // Counted anew, not taken from the snapshot: whatever wrote it, the count is this state's.
     dataBytes = recountDataBytes();
   }
