@@ -2,6 +2,7 @@ package io.leasehold.server.edge;
 
 import io.leasehold.server.Limits;
 import io.leasehold.server.replicated.CoreState;
+import io.leasehold.server.replicated.Utf8;
 
 import io.grpc.Attributes;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
@@ -203,7 +204,7 @@ public final class LimitChecks {
     if ((long) key.length() * 3 <= max) {
       return null;
     }
-    int bytes = utf8Length(key);
+    int bytes = Utf8.length(key);
     return bytes <= max
         ? null
         : "the key is " + bytes + " bytes of UTF-8, over " + (reserved ? "the most any key may have (" + max + ")" : "--max-key-bytes " + max);
@@ -213,31 +214,6 @@ public final class LimitChecks {
     return bytes <= limits.maxValueBytes()
         ? null
         : "the value is " + bytes + " bytes, over --max-value-bytes " + limits.maxValueBytes();
-  }
-
-  /**
-   * {@return the length of {@code s} in UTF-8, without encoding it (nothing allocated)}
-   *
-   * @param s the string
-   */
-  public static int utf8Length(String s) {
-    int bytes = 0;
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (c < 0x80) {
-        bytes++;
-      } else if (c < 0x800) {
-        bytes += 2;
-      } else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
-        bytes += 4;
-        i++;
-      } else if (Character.isSurrogate(c)) {
-        bytes++; // a lone surrogate: encoded as '?', as String.getBytes and protobuf do
-      } else {
-        bytes += 3;
-      }
-    }
-    return bytes;
   }
 
   /** Client connections open now, and accepted since the node started (each counted once ready). */

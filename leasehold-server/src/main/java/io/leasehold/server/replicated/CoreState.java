@@ -2,7 +2,6 @@ package io.leasehold.server.replicated;
 
 import io.leasehold.server.NodeSnapshot;
 import io.leasehold.server.edge.ClientIdentity;
-import io.leasehold.server.edge.LimitChecks;
 
 import com.google.protobuf.ByteString;
 import io.leasehold.core.proto.AclListResponse;
@@ -1098,12 +1097,12 @@ public final class CoreState {
 
   /** {@return the data bytes of one key or tombstone} */
   private static long bytesOf(KeyValue kv) {
-    return DATA_BYTES_PER_ENTRY + (long) LimitChecks.utf8Length(kv.getKey()) + kv.getValue().size();
+    return DATA_BYTES_PER_ENTRY + (long) Utf8.length(kv.getKey()) + kv.getValue().size();
   }
 
   /** {@return the data bytes of one session} */
   private static long bytesOf(Session s) {
-    return DATA_BYTES_PER_ENTRY + (long) LimitChecks.utf8Length(s.owner) + LimitChecks.utf8Length(s.identity);
+    return DATA_BYTES_PER_ENTRY + (long) Utf8.length(s.owner) + Utf8.length(s.identity);
   }
 
   /** {@return lease tenures this replica ended with their session's expiry since it started} */
