@@ -155,8 +155,10 @@ public final class LeaseStateMachine extends BaseStateMachine {
     }
   }
 
-  /** A snapshot the writer put in place: the newest one from now on, unless one is newer. */
-  /** Called on the snapshot writer's thread: never replaces a newer snapshot installed meanwhile. */
+  /**
+   * A snapshot the writer put in place, told on the writer's thread: the newest one from now on,
+   * unless a newer one was installed from the leader meanwhile (that one stays).
+   */
   private void published(SingleFileSnapshotInfo written) {
     latestSnapshot.accumulateAndGet(written, (known, w) -> known == null || w.getIndex() > known.getIndex() ? w : known);
   }

@@ -211,7 +211,10 @@ final class SnapshotWriter implements AutoCloseable {
 
   /**
    * {@return the snapshot published, or null if a newer state came from the leader while it was
-   * written} Ratis's snapshot index is past such a write's; it is dropped.
+   * written} Ratis's snapshot index is past such a write's; it is dropped. An install that lands
+   * between the check and the publish is harmless: the older file is put in place beside the
+   * newer one, and neither Ratis's latest snapshot nor this node's ever moves back to a lower
+   * index (both keep the higher), so the clean-up removes the older file later.
    */
   private SingleFileSnapshotInfo publishUnlessOutdated(Written done) {
     try {
@@ -225,21 +228,25 @@ final class SnapshotWriter implements AutoCloseable {
     }
   }
 
-  /** Moves a written snapshot into place with its MD5 beside it; quick (a rename, a tiny file). */
+  /**
+   * Moves a written snapshot into place with its MD5 beside it, makes the rename durable, and only
+   * then names it the latest (after which Ratis may purge the log it replaces).
+   */
   private SingleFileSnapshotInfo publish(Written done) throws IOException {
     File file = storage.getSnapshotFile(done.at().getTerm(), done.at().getIndex());
-    SingleFileSnapshotInfo info;
+    // The lock covers only the rename and the MD5 file, which the clean-up must see together; the
+    // directory sync after it may take a disk's time and holds up nothing else.
     synchronized (storage.publishing()) {
       Files.move(done.temporary().toPath(), file.toPath(), StandardCopyOption.ATOMIC_MOVE);
       MD5FileUtil.saveMD5File(file, done.md5());
-      try (FileChannel dir = FileChannel.open(file.getParentFile().toPath(), StandardOpenOption.READ)) {
-        dir.force(true);
-      }
-      // Only now: FileInfo reads the file's size when made, and Ratis sends a follower that many
-      // bytes of it when it installs the snapshot there.
-      info = new SingleFileSnapshotInfo(new FileInfo(file.toPath(), done.md5()), done.at());
-      storage.updateLatestSnapshot(info);
     }
+    try (FileChannel dir = FileChannel.open(file.getParentFile().toPath(), StandardOpenOption.READ)) {
+      dir.force(true);
+    }
+    // Only now: FileInfo reads the file's size when made, and Ratis sends a follower that many
+    // bytes of it when it installs the snapshot there.
+    SingleFileSnapshotInfo info = new SingleFileSnapshotInfo(new FileInfo(file.toPath(), done.md5()), done.at());
+    storage.updateLatestSnapshot(info);
     onPublished.accept(info);
     log.info(
         "{}: wrote snapshot {} ({} bytes in {} ms, off the applying thread)",
