@@ -244,11 +244,16 @@ final class EtcdAccess {
 
   /** Gives the client builder the TLS context and the credentials; the password only once. */
   ClientBuilder apply(ClientBuilder builder) {
+    // Without waitForReady (jetcd's default is to wait) a call fails at once while no member can
+    // be connected to (refused, unreachable, a failed TLS handshake) instead of waiting out its
+    // timeout for a connection that never comes: the engine retries it as any failed call, and
+    // when it gives up it says what happened, refused rather than "did not answer" (outcome
+    // unknown), which took a user three whole timeouts to learn. A call made while the first
+    // connection is still being made still waits for it (gRPC fails fast only once connecting
+    // failed), and a member that is down is skipped for one that is up.
+    builder.waitForReady(false);
     if (tls != null) {
-      // Without waitForReady (jetcd's default is to wait) a call fails at once while the
-      // members' handshakes fail, instead of waiting for a connection that never comes; the
-      // engine retries it as any failed call. So a refused handshake is reported as such.
-      builder.sslContext(tls).waitForReady(false).interceptor(new HandshakeWatch());
+      builder.sslContext(tls).interceptor(new HandshakeWatch());
     }
     if (user != null && password != null) {
       builder.user(ByteSequence.from(user, java.nio.charset.StandardCharsets.UTF_8))

@@ -276,6 +276,33 @@ class EtcdBackendTest {
   }
 
   /** A backend that has reached etcd: a cold JVM's first round trips are slow, not the point here. */
+  /**
+   * Nothing listens at the address: the acquire fails as the store being unavailable, with the
+   * refused connection as its cause (which the CLI says in words), and does not wait out its
+   * timeout on every attempt as if the store were slow ("did not answer").
+   */
+  @Test
+  void anAcquireWhereNoEtcdListensFailsAsRefusedNotAsUnanswered() throws Exception {
+    int port;
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+      port = socket.getLocalPort();
+    }
+    try (LeaseBackend backend = LeaseBackend.open("etcd://127.0.0.1:" + port);
+        Lease lease = backend.newLease(SuiteSettings.forTtl("nobody-listens", "node-1", Duration.ofSeconds(30)).build())) {
+      assertThatThrownBy(() -> lease.acquire().get(1, TimeUnit.MINUTES))
+          .hasCauseInstanceOf(io.leasehold.LeaseStoreUnavailableException.class)
+          .hasMessageNotContaining("did not answer")
+          .satisfies(e -> {
+            List<String> causes = new ArrayList<>();
+            for (Throwable c = e; c != null; c = c.getCause()) {
+              causes.add(String.valueOf(c.getMessage()));
+            }
+            assertThat(causes).as("the causes").anyMatch(m -> m.contains("Connection refused"));
+          });
+      assertThat(lease.checkAlive()).isFalse();
+    }
+  }
+
   private static EtcdBackend connected(String uri) throws Exception {
     EtcdBackend backend = EtcdBackend.open(uri);
     backend.connected().get(10, TimeUnit.SECONDS);
