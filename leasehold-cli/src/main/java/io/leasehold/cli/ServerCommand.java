@@ -216,7 +216,8 @@ final class ServerCommand implements Callable<Integer> {
       names = "--max-keys-per-session",
       paramLabel = "N",
       defaultValue = "" + Limits.DEFAULT_KEYS_PER_SESSION,
-      description = "Keys, held leases included, that one session may have; 1 to " + Limits.MOST_KEYS_PER_SESSION
+      description = "Keys, held leases included, that one session may have, and keys attached to one"
+          + " tenure; 1 to " + Limits.MOST_KEYS_PER_SESSION
           + " (default: ${DEFAULT-VALUE}). A client's leases of one TTL share one session.")
   private int maxKeysPerSession;
 

@@ -10,8 +10,8 @@ import java.time.Duration;
  * node keeps serving every other client. Sessions per client identity are limited with access
  * control (docs/security.md).
  *
- * @param maxKeysPerSession keys (named leases included) attached to one session, 1 to
- *     {@value #MOST_KEYS_PER_SESSION} ({@code --max-keys-per-session})
+ * @param maxKeysPerSession keys (named leases included) attached to one session, and keys
+ *     attached to one tenure, 1 to {@value #MOST_KEYS_PER_SESSION} ({@code --max-keys-per-session})
  * @param maxKeyBytes bytes (UTF-8) of a key a client names in a put, compare-and-set, delete or
  *     get, {@value #LEAST_KEY_BYTES} to {@value #MOST_KEY_BYTES} ({@code --max-key-bytes}); keys
  *     under the reserved prefix (named leases) are bounded by the lease-name rule instead

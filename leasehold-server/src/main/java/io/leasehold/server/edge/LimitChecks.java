@@ -110,8 +110,11 @@ public final class LimitChecks {
       case PUT -> {
         PutRequest p = command.getPut();
         over = valueOverLimit(p.getValue().size());
-        if (over == null && !p.hasTenure()) {
-          // A tenure's attached key is short by its own rule and belongs to no session.
+        if (over == null && p.hasTenure()) {
+          // A tenure's attached key is short by its own rule and belongs to no session: a tenure
+          // may have as many as a session may have keys.
+          over = attachedOverLimit(p.getTenure().getName(), p.getKey());
+        } else if (over == null) {
           over = keyOverLimit(p.getKey());
           if (over == null && p.getSessionId() != 0) {
             over = keysOverLimit(p.getSessionId(), "", p.getKey());
@@ -182,6 +185,14 @@ public final class LimitChecks {
         : "the replicated state holds " + bytes + " bytes of data and call records, at or over --max-data-bytes " + max
             + ": delete keys, release leases or close sessions to make room (deletes, releases, revokes,"
             + " keep-alives and reads still work)";
+  }
+
+  private String attachedOverLimit(String leaseName, String key) {
+    int keys = state.attachedAtLimit(leaseName, key, limits.maxKeysPerSession());
+    return keys < 0
+        ? null
+        : "the tenure of lease '" + leaseName + "' has " + keys + " attached keys, the most a tenure may have"
+            + " (--max-keys-per-session " + limits.maxKeysPerSession() + "): delete some";
   }
 
   private String keysOverLimit(long sessionId, String prefix, String name) {

@@ -943,6 +943,30 @@ public final class CoreState {
   }
 
   /**
+   * {@return how many keys are attached to lease {@code name}'s tenure when a new attached key
+   * {@code key} would pass {@code max} of them, else -1} Rewriting an attached key adds none. Free
+   * while the whole state has fewer than {@code max} attached keys; else it reads at most the
+   * keys under the lease's attached prefix (those of leases whose names continue with "/..."
+   * are skipped, not counted).
+   */
+  public synchronized int attachedAtLimit(String name, String key, int max) {
+    String prefix = ATTACHED_PREFIX + name + "/";
+    if (attachedKeys < max || keys.containsKey(prefix + key)) {
+      return -1;
+    }
+    int count = 0;
+    for (String k : keys.tailMap(prefix, true).keySet()) {
+      if (!k.startsWith(prefix)) {
+        break;
+      }
+      if (k.indexOf('/', prefix.length()) < 0 && ++count >= max) {
+        return count;
+      }
+    }
+    return -1;
+  }
+
+  /**
    * {@return whether the named lease {@code name} has a tenure or a tombstone: an acquire of it
    * adds no key} The key is built for the look-up: called only when the data quota is reached.
    */
