@@ -251,7 +251,7 @@ final class ServerCommand implements Callable<Integer> {
       defaultValue = "" + Limits.DEFAULT_WATCH_BACKLOG,
       description = "Events a watcher that reads too slowly may fall behind before its watch is ended (the"
           + " client watches again from the revision it is told); 1 to " + Limits.MOST_WATCH_BACKLOG
-          + " (default: ${DEFAULT-VALUE}).")
+          + " (default: ${DEFAULT-VALUE}). At most " + (Limits.WATCH_BACKLOG_BYTES >> 20) + " MiB of them, whatever this says.")
   private int maxWatchBacklog;
 
   @Option(

@@ -112,6 +112,14 @@ public record Limits(
    */
   public static final int MOST_WATCH_BACKLOG = 100_000;
 
+  /**
+   * Bytes of responses a slow watcher may fall behind by, whatever {@code --max-watch-backlog}
+   * allows in events: 32 MiB, twice the largest answer the client library accepts (16 MiB), so a
+   * watcher that can read every answer is never ended for one. Without it, 10,000 events of
+   * 1 MiB values were 10 GB held for one watcher that does not read.
+   */
+  public static final int WATCH_BACKLOG_BYTES = 32 << 20;
+
   /** Default calls in flight per connection: the client library has a few (batched writes). */
   public static final int DEFAULT_IN_FLIGHT_PER_CONNECTION = 1000;
 

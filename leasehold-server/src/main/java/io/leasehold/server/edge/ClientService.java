@@ -387,7 +387,7 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
         java.util.Set.copyOf(request.getSessionIdsList()),
         request.getLossesOnly(),
         request.getStartRevision(),
-        new WatchStream(stream, limits.limits().maxWatchBacklog()));
+        new WatchStream(stream, limits.limits().maxWatchBacklog(), Limits.WATCH_BACKLOG_BYTES));
   }
 
   @Override

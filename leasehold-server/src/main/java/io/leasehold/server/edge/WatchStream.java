@@ -11,8 +11,9 @@ import org.slf4j.LoggerFactory;
  * One watcher's stream, with a bound on how far it may fall behind. gRPC buffers what a watcher
  * does not read without limit; so while the stream is not ready (its connection's flow-control
  * window is full and gRPC holds its threshold of bytes unsent) responses wait here instead, and
- * are handed on as it drains. When more than {@code --max-watch-backlog} events wait, the watch
- * is ended with {@code RESOURCE_EXHAUSTED}, saying how many events it fell behind by and the
+ * are handed on as it drains. When more than {@code --max-watch-backlog} events wait, or more
+ * than {@link io.leasehold.server.Limits#WATCH_BACKLOG_BYTES} bytes of responses, the watch is
+ * ended with {@code RESOURCE_EXHAUSTED}, saying how far it fell behind and the
  * revision to watch again from; what it was already handed still reaches it first, so a client
  * that resumes from the revision after the last event it saw misses nothing and gets nothing
  * twice. Never blocks the fan-out (nor the applying thread), never drops an event without ending
@@ -24,10 +25,13 @@ public final class WatchStream implements WatchHub.Sink {
 
   private final ServerCallStreamObserver<WatchResponse> stream;
   private final int maxBacklog;
+  private final long maxBacklogBytes;
   /** Responses waiting for the stream to be ready; null while none wait. Guarded by this. */
   private ArrayDeque<WatchResponse> backlog;
   /** Events in {@link #backlog}. Guarded by this. */
   private int backlogEvents;
+  /** Serialized bytes of {@link #backlog} (each response's size is computed once, and kept). */
+  private long backlogBytes;
   private volatile boolean ended;
   /** Runs once the stream is ready with nothing waiting (a replay's next step); guarded by this. */
   private Runnable whenReady;
@@ -38,10 +42,12 @@ public final class WatchStream implements WatchHub.Sink {
    * Must be made in the service method's own call (gRPC takes the ready handler only then).
    *
    * @param maxBacklog events that may wait before the watch is ended
+   * @param maxBacklogBytes bytes of responses that may wait before the watch is ended
    */
-  WatchStream(ServerCallStreamObserver<WatchResponse> stream, int maxBacklog) {
+  WatchStream(ServerCallStreamObserver<WatchResponse> stream, int maxBacklog, long maxBacklogBytes) {
     this.stream = stream;
     this.maxBacklog = maxBacklog;
+    this.maxBacklogBytes = maxBacklogBytes;
     stream.setOnReadyHandler(this::drain);
   }
 
@@ -62,7 +68,9 @@ public final class WatchStream implements WatchHub.Sink {
     }
     backlog.addLast(response);
     backlogEvents += response.getEventsCount();
-    if (backlogEvents > maxBacklog) {
+    // gRPC asks the same size again when it sends the response: computed once, then kept.
+    backlogBytes += response.getSerializedSize();
+    if (backlogEvents > maxBacklog || backlogBytes > maxBacklogBytes) {
       fellBehind();
     }
   }
@@ -108,6 +116,7 @@ public final class WatchStream implements WatchHub.Sink {
     while (!ended && backlog != null && !backlog.isEmpty() && stream.isReady()) {
       WatchResponse next = backlog.pollFirst();
       backlogEvents -= next.getEventsCount();
+      backlogBytes -= next.getSerializedSize();
       onNext(next);
     }
     if (backlog != null && backlog.isEmpty()) {
@@ -132,14 +141,19 @@ public final class WatchStream implements WatchHub.Sink {
       }
     }
     int behind = backlogEvents;
+    long behindBytes = backlogBytes;
     ended = true;
     backlog = null;
     backlogEvents = 0;
+    backlogBytes = 0;
     try {
       stream.onError(
           Status.RESOURCE_EXHAUSTED
               .withDescription(
-                  "the watcher fell behind by " + behind + " events, over --max-watch-backlog " + maxBacklog
+                  (behind > maxBacklog
+                          ? "the watcher fell behind by " + behind + " events, over --max-watch-backlog " + maxBacklog
+                          : "the watcher fell behind by " + behindBytes + " bytes of events, over the "
+                              + maxBacklogBytes + " a watcher may (" + behind + " events)")
                       + " (it did not read them fast enough); watch again from revision " + from)
               .asRuntimeException());
     } catch (RuntimeException e) {
