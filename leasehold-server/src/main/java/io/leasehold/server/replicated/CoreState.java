@@ -880,11 +880,14 @@ public final class CoreState {
    * {@return the holder for whom the log would refuse {@code acquire} now, as {@link #apply} would
    * answer it (before the session check: a refusal from a name held by someone else is the answer
    * either way); null when only the log can decide}
+   *
+   * <p>While a restored cluster keeps its names closed, only the log decides: how long they stay
+   * closed is measured on the applied clock, which stands still between entries, and a leader
+   * answering every contender from here would write none, so the names would never open.
    */
   public synchronized String refusingHolder(AcquireRequest acquire) {
-    String closed = closedSinceRestore();
-    if (closed != null) {
-      return closed;
+    if (closedSinceRestore() != null) {
+      return null;
     }
     String key = LEASE_PREFIX + acquire.getName();
     KeyValue current = keys.get(key);
