@@ -292,6 +292,23 @@ final class ServerCommand implements Callable<Integer> {
   private Duration handshakeTimeout;
 
   @Option(
+      names = "--max-connections",
+      paramLabel = "N",
+      defaultValue = "" + Limits.DEFAULT_MAX_CONNECTIONS,
+      description = "Client connections the node holds open at once, counted from their accept: one over"
+          + " it is closed at once, before its handshake (the client tries again after its back-off);"
+          + " 1 to " + Limits.MOST_CONNECTIONS + " (default: ${DEFAULT-VALUE}).")
+  private int maxConnections;
+
+  @Option(
+      names = "--max-connections-per-address",
+      paramLabel = "N",
+      defaultValue = "" + Limits.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+      description = "Client connections open at once from one IP address, so that one host cannot take"
+          + " all of --max-connections; 1 to " + Limits.MOST_CONNECTIONS + " (default: ${DEFAULT-VALUE}).")
+  private int maxConnectionsPerAddress;
+
+  @Option(
       names = "--max-data-bytes",
       paramLabel = "BYTES",
       defaultValue = "" + Limits.DEFAULT_DATA_BYTES,
@@ -375,6 +392,8 @@ final class ServerCommand implements Callable<Integer> {
                   watchHistoryBytes,
                   maxConnectionAge,
                   handshakeTimeout,
+                  maxConnections,
+                  maxConnectionsPerAddress,
                   maxDataBytes));
     } catch (IllegalArgumentException e) {
       throw bad(e.getMessage());

@@ -70,6 +70,8 @@ class HostileClientSuiteTest {
   private static final Duration VALID = Duration.ofDays(1);
   private static final Duration PATIENCE = Duration.ofSeconds(30);
   private static final int WATCHERS = 8;
+  private static final int CONNECTIONS = 64;
+  private static final int CONNECTIONS_PER_ADDRESS = 32;
 
   private final List<AutoCloseable> closeLater = new ArrayList<>();
   private LocalCluster cluster;
@@ -96,7 +98,8 @@ class HostileClientSuiteTest {
             3, 0, dir.resolve("data"),
             c -> c.withTls(tls)
                 .withAccess(AccessSettings.DEFAULT.withRootIdentity("CN=root"))
-                .withLimits(Limits.DEFAULTS.withMaxWatchersPerConnection(WATCHERS)));
+                .withLimits(Limits.DEFAULTS.withMaxWatchersPerConnection(WATCHERS)
+                    .withMaxConnections(CONNECTIONS, CONNECTIONS_PER_ADDRESS)));
     cluster.awaitLeader(PATIENCE);
     CoreClient root = client("root");
     await("access control is on").atMost(PATIENCE).ignoreExceptions()
@@ -209,6 +212,41 @@ class HostileClientSuiteTest {
   void aMessageOverTheRequestLimitIsRefused() {
     PutRequest put = PutRequest.newBuilder().setCall(nobody.newCall()).setKey("k").setValue(ByteString.copyFrom(new byte[5 << 20])).build();
     assertRefused(() -> nobody.<PutResponse>call((s, o) -> s.put(put, o)).get(30, TimeUnit.SECONDS), "RESOURCE_EXHAUSTED");
+  }
+
+  /**
+   * One host opens connections to every node and never speaks (no TLS handshake): each node keeps
+   * {@code --max-connections-per-address} of them and closes the rest as it accepts them, so the
+   * flood takes neither the node's file descriptors nor the places of other hosts' clients: a new
+   * client elsewhere connects, acquires and releases meanwhile ({@code ConnectionCapTest}).
+   */
+  @Test
+  void aFloodOfConnectionsFromOneHostLeavesRoomForOthers() throws Exception {
+    java.net.InetAddress flooder = java.net.InetAddress.getByName("127.0.0.2"); // any 127/8 address is this host
+    int perNode = 2 * CONNECTIONS;
+    List<java.net.Socket> flood = new ArrayList<>();
+    try {
+      for (Peer peer : cluster.peers()) {
+        for (int i = 0; i < perNode; i++) {
+          java.net.Socket s = new java.net.Socket();
+          flood.add(s);
+          s.bind(new java.net.InetSocketAddress(flooder, 0));
+          s.connect(new java.net.InetSocketAddress(peer.host(), peer.clientPort()), 5_000);
+        }
+      }
+      await("every node refused what the flooding host opened over its cap").atMost(PATIENCE).until(() ->
+          java.util.stream.IntStream.range(0, cluster.peers().size()).allMatch(i -> cluster.node(i).orElseThrow().snapshot().clientConnectionsRefused()
+              >= perNode - CONNECTIONS_PER_ADDRESS));
+      try (LeaseBackend another = LeaseBackend.open(uri("good"))) {
+        Lease lease = another.newLease(SuiteSettings.forTtl("g/meanwhile", "another", Duration.ofSeconds(6)).build());
+        assertThat(lease.acquire().get(30, TimeUnit.SECONDS)).as("a new client of another host, during the flood").isTrue();
+        lease.release().get(30, TimeUnit.SECONDS);
+      }
+    } finally {
+      for (java.net.Socket s : flood) {
+        s.close();
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import io.leasehold.server.edge.AccessControl;
 import io.leasehold.server.edge.AddresseeCheck;
 import io.leasehold.server.edge.ClientIdentity;
 import io.leasehold.server.edge.ClientService;
+import io.leasehold.server.edge.ConnectionCap;
 import io.leasehold.server.edge.LeaderHint;
 import io.leasehold.server.edge.LimitChecks;
 import io.leasehold.server.edge.RetryMark;
@@ -145,6 +146,10 @@ public final class CoreNode implements AutoCloseable {
   private LeadershipTransfer leadership;
   private MembershipChanges membership;
   private Server grpcServer;
+  /** Caps the client connections; made with {@link #grpcServer}. */
+  private ConnectionCap connectionCap;
+  /** The client port's event loops, closed after {@link #grpcServer}. */
+  private ConnectionCap.EventLoops clientLoops;
   /** The client edge's limit checks (and connection counts); null until the edge is up. */
   private volatile LimitChecks limitChecks;
 
@@ -326,10 +331,17 @@ public final class CoreNode implements AutoCloseable {
             config.access().maxSessionsPerIdentity(),
             limits);
     clientService.serveMembership(membership);
+    NettyServerBuilder clientPort = tls == null
+        ? NettyServerBuilder.forAddress(self.clientAddress())
+        : NettyServerBuilder.forAddress(self.clientAddress(), tls.serverCredentials());
+    connectionCap = new ConnectionCap(config.limits().maxConnections(), config.limits().maxConnectionsPerAddress());
+    clientLoops = connectionCap.serveOn(clientPort, self.id());
+    String shortfall = ConnectionCap.descriptorShortfall(config.limits().maxConnections(), ConnectionCap.descriptorLimit());
+    if (shortfall != null) {
+      log.warn("node {}: {}", self.id(), shortfall);
+    }
     grpcServer =
-        (tls == null
-                ? NettyServerBuilder.forAddress(self.clientAddress())
-                : NettyServerBuilder.forAddress(self.clientAddress(), tls.serverCredentials()))
+        clientPort
             // Handlers run on the event loop that read the call: every one of them only checks
             // the request and hands it on (a future, a queue), none blocks, so a hop to gRPC's
             // executor per message would cost a thread wake-up and buy nothing.
@@ -676,6 +688,7 @@ public final class CoreNode implements AutoCloseable {
         counters.writeNanos.sum(),
         limitChecks == null ? 0 : limitChecks.connectionsOpen(),
         limitChecks == null ? 0 : limitChecks.connectionsAccepted(),
+        connectionCap == null ? 0 : connectionCap.refused(),
         state.quotaBytes(),
         config.limits().maxDataBytes());
   }
@@ -860,6 +873,7 @@ public final class CoreNode implements AutoCloseable {
     if (grpcServer != null) {
       stopServingClients();
     }
+    closeQuietly(clientLoops);
     closeQuietly(leadership);
     closeQuietly(membership);
     closeQuietly(gateway);

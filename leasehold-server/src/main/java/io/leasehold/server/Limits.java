@@ -40,6 +40,13 @@ import java.time.Duration;
  *     plaintext HTTP/2) handshake before it is closed, {@link #LEAST_HANDSHAKE_TIMEOUT} to {@link
  *     #MOST_HANDSHAKE_TIMEOUT} ({@code --handshake-timeout}): connections held open half-made cannot
  *     pile up
+ * @param maxConnections client connections a node holds open at once, counted from when a
+ *     connection is accepted (before its handshake), 1 to {@value #MOST_CONNECTIONS} ({@code
+ *     --max-connections}): one over it is closed at once, so a flood of connections cannot take
+ *     the file descriptors and memory the node needs for its log, its snapshots and its peers
+ * @param maxConnectionsPerAddress client connections open at once from one IP address, 1 to
+ *     {@value #MOST_CONNECTIONS} ({@code --max-connections-per-address}): one host cannot take all
+ *     of {@code --max-connections} from the others
  * @param maxDataBytes data bytes the replicated state may hold ({@link
  *     io.leasehold.server.replicated.CoreState#dataBytes()}: keys, values, session owners, and a
  *     fixed charge per entry) before writes that add data are refused, {@value #LEAST_DATA_BYTES}
@@ -56,6 +63,8 @@ public record Limits(
     long watchHistoryBytes,
     Duration maxConnectionAge,
     Duration handshakeTimeout,
+    int maxConnections,
+    int maxConnectionsPerAddress,
     long maxDataBytes) {
 
   /** Default {@code --max-connection-age}. */
@@ -78,6 +87,22 @@ public record Limits(
 
   /** Longest {@code --handshake-timeout}. */
   public static final Duration MOST_HANDSHAKE_TIMEOUT = Duration.ofSeconds(120);
+
+  /**
+   * Default {@code --max-connections}: far more than a cluster's clients need (a client process
+   * keeps one connection to each node it talks to), far fewer than the file descriptors a JVM
+   * gets on Linux (it raises its soft limit to the hard one, 524,288 under systemd's default).
+   */
+  public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+
+  /**
+   * Default {@code --max-connections-per-address}: room for a host running many client processes,
+   * or many clients behind one NAT address, while one host cannot take all the connections.
+   */
+  public static final int DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 1_000;
+
+  /** The most {@code --max-connections} (and per address) that may be configured. */
+  public static final int MOST_CONNECTIONS = 1_000_000;
 
   /** Default keys per session: as many as {@code bench hold --leases} puts in one client's session. */
   public static final int DEFAULT_KEYS_PER_SESSION = 1_000_000;
@@ -204,6 +229,8 @@ public record Limits(
           DEFAULT_WATCH_HISTORY_BYTES,
           DEFAULT_MAX_CONNECTION_AGE,
           DEFAULT_HANDSHAKE_TIMEOUT,
+          DEFAULT_MAX_CONNECTIONS,
+          DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
           DEFAULT_DATA_BYTES);
 
   /**
@@ -221,6 +248,8 @@ public record Limits(
     check("--watch-history-bytes", watchHistoryBytes, LEAST_WATCH_HISTORY_BYTES, MOST_WATCH_HISTORY_BYTES);
     check("--max-connection-age", maxConnectionAge, LEAST_CONNECTION_AGE, MOST_CONNECTION_AGE);
     check("--handshake-timeout", handshakeTimeout, LEAST_HANDSHAKE_TIMEOUT, MOST_HANDSHAKE_TIMEOUT);
+    check("--max-connections", maxConnections, 1, MOST_CONNECTIONS);
+    check("--max-connections-per-address", maxConnectionsPerAddress, 1, MOST_CONNECTIONS);
     check("--max-data-bytes", maxDataBytes, LEAST_DATA_BYTES, MOST_DATA_BYTES);
   }
 
@@ -251,6 +280,8 @@ public record Limits(
         DEFAULT_WATCH_HISTORY_BYTES,
         DEFAULT_MAX_CONNECTION_AGE,
         DEFAULT_HANDSHAKE_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+        DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
         DEFAULT_DATA_BYTES);
   }
 
@@ -276,34 +307,41 @@ public record Limits(
   public Limits withMaxKeysPerSession(int n) {
     return new Limits(
         n, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
-        maxConnectionAge, handshakeTimeout, maxDataBytes);
+        maxConnectionAge, handshakeTimeout, maxConnections, maxConnectionsPerAddress, maxDataBytes);
   }
 
   /** {@return a copy with another watchers-per-connection limit} */
   public Limits withMaxWatchersPerConnection(int n) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, n, maxWatchBacklog, maxInFlightPerConnection, watchHistoryBytes,
-        maxConnectionAge, handshakeTimeout, maxDataBytes);
+        maxConnectionAge, handshakeTimeout, maxConnections, maxConnectionsPerAddress, maxDataBytes);
   }
 
   /** {@return a copy with another bound on the watch history's bytes} */
   public Limits withWatchHistoryBytes(long n) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection, n,
-        maxConnectionAge, handshakeTimeout, maxDataBytes);
+        maxConnectionAge, handshakeTimeout, maxConnections, maxConnectionsPerAddress, maxDataBytes);
   }
 
   /** {@return a copy with another connection age and handshake timeout} */
   public Limits withConnections(Duration age, Duration handshake) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
-        watchHistoryBytes, age, handshake, maxDataBytes);
+        watchHistoryBytes, age, handshake, maxConnections, maxConnectionsPerAddress, maxDataBytes);
+  }
+
+  /** {@return a copy with other caps on the connections open at once, in all and from one address} */
+  public Limits withMaxConnections(int all, int perAddress) {
+    return new Limits(
+        maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
+        watchHistoryBytes, maxConnectionAge, handshakeTimeout, all, perAddress, maxDataBytes);
   }
 
   /** {@return a copy with another bound on the data bytes the replicated state may hold} */
   public Limits withMaxDataBytes(long n) {
     return new Limits(
         maxKeysPerSession, maxKeyBytes, maxValueBytes, maxWatchersPerConnection, maxWatchBacklog, maxInFlightPerConnection,
-        watchHistoryBytes, maxConnectionAge, handshakeTimeout, n);
+        watchHistoryBytes, maxConnectionAge, handshakeTimeout, maxConnections, maxConnectionsPerAddress, n);
   }
 }

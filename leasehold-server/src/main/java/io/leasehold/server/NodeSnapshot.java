@@ -28,6 +28,8 @@ import java.util.List;
  * @param writeNanos their summed latency, from receipt to the answer
  * @param clientConnections client connections open now
  * @param clientConnectionsTotal client connections accepted since the node started
+ * @param clientConnectionsRefused client connections closed as soon as they were accepted, over
+ *     {@code --max-connections} or {@code --max-connections-per-address}, since the node started
  * @param dataBytes the bytes this replica holds, as {@code --max-data-bytes} counts them: its
  *     data and what it remembers of clients' calls ({@link
  *     io.leasehold.server.replicated.CoreState#quotaBytes()})
@@ -55,6 +57,7 @@ public record NodeSnapshot(
     long writeNanos,
     long clientConnections,
     long clientConnectionsTotal,
+    long clientConnectionsRefused,
     long dataBytes,
     long maxDataBytes) {
 

@@ -61,6 +61,9 @@ public final class PrometheusText {
     counter(out, nodes, "leasehold_client_connections_total",
         "Client connections the node accepted since it started (aged connections come back as new ones).",
         NodeSnapshot::clientConnectionsTotal);
+    counter(out, nodes, "leasehold_client_connections_refused_total",
+        "Client connections the node closed as soon as it accepted them, over --max-connections or --max-connections-per-address.",
+        NodeSnapshot::clientConnectionsRefused);
     out.append("# HELP leasehold_write_seconds Client writes the node took, from receipt to answer (either way).\n");
     out.append("# TYPE leasehold_write_seconds summary\n");
     for (NodeSnapshot n : nodes) {

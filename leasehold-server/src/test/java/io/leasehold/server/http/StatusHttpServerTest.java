@@ -121,7 +121,7 @@ class StatusHttpServerTest {
     assertThat(scrape).containsKeys(
         "leasehold_raft_commit_index", "leasehold_raft_apply_lag", "leasehold_raft_peer_commit_lag",
         "leasehold_leaderships_total", "leasehold_sessions", "leasehold_keys", "leasehold_leases_held",
-        "leasehold_lease_expiries_total", "leasehold_keepalives_total", "leasehold_client_connections", "leasehold_client_connections_total",
+        "leasehold_lease_expiries_total", "leasehold_keepalives_total", "leasehold_client_connections", "leasehold_client_connections_total", "leasehold_client_connections_refused_total",
         "leasehold_write_seconds", "leasehold_data_bytes", "leasehold_data_bytes_limit");
     assertThat(scrape.get("leasehold_raft_peer_commit_lag")).hasSize(3);
     assertThat(value(scrape, "leasehold_data_bytes_limit", Map.of())).isEqualTo(io.leasehold.server.Limits.DEFAULT_DATA_BYTES);
