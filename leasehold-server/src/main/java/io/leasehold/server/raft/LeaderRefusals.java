@@ -75,7 +75,9 @@ public final class LeaderRefusals {
   /**
    * Notes that {@code command}, about to be sent to the log, may free a lease's name (a release):
    * until the returned action runs (when the write is answered or failed), acquires of that name
-   * go to the log. {@return the action that ends it; {@link #NOT_FREEING} for any other command}
+   * go to the log.
+   *
+   * @return the action that ends it; {@link #NOT_FREEING} for any other command
    */
   public Runnable freeing(Command command) {
     if (!command.hasRelease()) {
