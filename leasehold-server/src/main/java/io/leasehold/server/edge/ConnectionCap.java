@@ -53,8 +53,6 @@ public final class ConnectionCap extends ChannelInboundHandlerAdapter {
   private final int maxPerAddress;
   private final AtomicInteger open = new AtomicInteger();
   private final ConcurrentHashMap<InetAddress, Integer> openFrom = new ConcurrentHashMap<>();
-  /** Connections whose peer has no IP address (none on a TCP port; counted in all only). */
-  private final AtomicInteger openFromNowhere = new AtomicInteger();
   private final LongAdder refused = new LongAdder();
   private final AtomicLong lastWarnedNanos = new AtomicLong(System.nanoTime() - WARN_EVERY_NANOS);
   private final AtomicLong refusedSinceWarned = new AtomicLong();
@@ -137,8 +135,7 @@ public final class ConnectionCap extends ChannelInboundHandlerAdapter {
       return max + " connections are open, the most --max-connections allows";
     }
     if (from == null) {
-      openFromNowhere.incrementAndGet();
-      return null;
+      return null; // no IP address (none on a TCP port): counted in all only
     }
     int fromThere = openFrom.merge(from, 1, Integer::sum);
     if (fromThere > maxPerAddress) {
@@ -152,11 +149,9 @@ public final class ConnectionCap extends ChannelInboundHandlerAdapter {
   /** Counts a connection from {@code from} as closed. */
   void leave(InetAddress from) {
     open.decrementAndGet();
-    if (from == null) {
-      openFromNowhere.decrementAndGet();
-      return;
+    if (from != null) {
+      openFrom.computeIfPresent(from, (address, n) -> n == 1 ? null : n - 1);
     }
-    openFrom.computeIfPresent(from, (address, n) -> n == 1 ? null : n - 1);
   }
 
   private static InetAddress addressOf(SocketAddress address) {
