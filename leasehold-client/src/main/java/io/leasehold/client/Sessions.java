@@ -60,6 +60,11 @@ final class Sessions implements AutoCloseable {
     volatile boolean ended;
     /** Why it ended, once it did. */
     volatile LeaseLost endedBecause;
+    /**
+     * The identity of the cluster that granted it (from the grant's answer, or for a core too old
+     * to say so, the first keep-alive answer that named one); null while unknown.
+     */
+    volatile String clusterId;
     /** No new acquires on it; kept alive only while pinned. */
     volatile boolean retired;
     /** Tenures the engine believes in on this session, plus acquires in flight on it. */
@@ -91,9 +96,10 @@ final class Sessions implements AutoCloseable {
   private final String owner;
   private final BiConsumer<Long, LeaseLost> onSessionEnded;
   /**
-   * The identity of the cluster the keep-alives were answered by (null until one answered with
-   * one). Another one means another cluster (one restored from a backup, at the same addresses):
-   * nothing it confirms says anything about the sessions of the first.
+   * The identity of the cluster the keep-alives were last answered by (null until one answered
+   * with one). Another one means another cluster (one restored from a backup, at the same
+   * addresses): nothing it confirms says anything about the sessions of the first. A session that
+   * knows no identity of its own (granted by a core too old to name one) goes by this.
    */
   private volatile String clusterId;
   private final Consumer<RevokedTenure> onRevoked;
@@ -206,6 +212,7 @@ final class Sessions implements AutoCloseable {
                 return;
               }
               s.confirmedSentAt = sentAt;
+              s.clusterId = response.getClusterId().isEmpty() ? null : response.getClusterId();
               s.id = response.getSessionId();
               log.debug("session {} granted (ttl {} ms)", s.id, s.ttlMillis);
               onGranted.run();
@@ -318,27 +325,8 @@ final class Sessions implements AutoCloseable {
       sentAtBySequence.keySet().removeIf(seq -> seq < response.getSequence());
       String answeredBy = response.getClusterId();
       if (!answeredBy.isEmpty()) {
-        String known = clusterId;
-        if (known != null && !known.equals(answeredBy)) {
-          // Another cluster answers at these addresses (restored from a backup): its "alive" is
-          // about sessions of its own history, not ours. Every session ends here, and with it
-          // every tenure on it; new ones are made on the new cluster.
-          log.warn(
-              "the core at {} is another cluster now (identity {}, was {}: restored from a backup?); ending"
-                  + " every session of this process and the leases held on them",
-              client.endpoints(), answeredBy, known);
-          clusterId = answeredBy;
-          LeaseLost why =
-              new LeaseLost(
-                  LeaseLost.Kind.INCONSISTENT,
-                  "the core is another cluster now (identity " + answeredBy + ", was " + known
-                      + "): restored from a backup, it may not know this tenure");
-          for (Session s : all()) {
-            end(s, why);
-          }
-          return;
-        }
-        clusterId = answeredBy;
+        // Those of another cluster end here, and are no longer among all() below.
+        endSessionsOfAnotherCluster(answeredBy);
       }
       // Tenures an operator revoked end before the renewals this round answers are settled.
       for (int i = 0; i < response.getRevokedCount(); i++) {
@@ -364,6 +352,46 @@ final class Sessions implements AutoCloseable {
     @Override
     public void onCompleted() {
       streamFailed(this, null);
+    }
+  }
+
+  /**
+   * Ends every session that belongs to a cluster other than {@code answeredBy}: another cluster
+   * answers at these addresses (restored from a backup), and its "alive" is about sessions of its
+   * own history, not ours. With each session every tenure on it ends; new ones are made on the
+   * new cluster. A session that knows no identity yet takes this one, unless the process was
+   * answered by another before (then it may be of that one, and ends too).
+   */
+  private void endSessionsOfAnotherCluster(String answeredBy) {
+    String before = clusterId;
+    clusterId = answeredBy;
+    List<Session> ofAnother = new ArrayList<>();
+    for (Session s : all()) {
+      if (!s.isGranted()) {
+        continue; // its grant's answer tells which cluster it is of
+      }
+      String its = s.clusterId != null ? s.clusterId : before;
+      if (its == null || its.equals(answeredBy)) {
+        s.clusterId = answeredBy;
+      } else {
+        ofAnother.add(s);
+      }
+    }
+    if (ofAnother.isEmpty()) {
+      return;
+    }
+    String was = ofAnother.get(0).clusterId != null ? ofAnother.get(0).clusterId : before;
+    log.warn(
+        "the core at {} is another cluster now (identity {}, was {}: restored from a backup?); ending"
+            + " {} session(s) of this process and the leases held on them",
+        client.endpoints(), answeredBy, was, ofAnother.size());
+    LeaseLost why =
+        new LeaseLost(
+            LeaseLost.Kind.INCONSISTENT,
+            "the core is another cluster now (identity " + answeredBy + ", was " + was
+                + "): restored from a backup, it may not know this tenure");
+    for (Session s : ofAnother) {
+      end(s, why);
     }
   }
 

@@ -128,6 +128,7 @@ public final class CoreNode implements AutoCloseable {
   private final NodeCounters counters = new NodeCounters();
   /** Completes each time this node becomes a ready leader; replaced once it is observed. */
   private volatile CompletableFuture<Void> leaderReady = new CompletableFuture<>();
+  private final CompletableFuture<Void> clusterIdentityApplied = new CompletableFuture<>();
   private final LeaseStateMachine stateMachine;
   private final SessionExpiry sessionExpiry;
   private final ScheduledExecutorService expiry;
@@ -329,7 +330,8 @@ public final class CoreNode implements AutoCloseable {
             leadership,
             access,
             config.access().maxSessionsPerIdentity(),
-            limits);
+            limits,
+            stateMachine.state()::clusterId);
     clientService.serveMembership(membership);
     NettyServerBuilder clientPort = tls == null
         ? NettyServerBuilder.forAddress(self.clientAddress())
@@ -527,6 +529,17 @@ public final class CoreNode implements AutoCloseable {
     } catch (RuntimeException e) {
       log.warn("node {}: expiry check failed; will retry", config.self(), e);
     }
+    if (!clusterIdentityApplied.isDone() && !stateMachine.state().clusterId().isEmpty()) {
+      clusterIdentityApplied.complete(null);
+    }
+  }
+
+  /**
+   * {@return completes once this node has applied its cluster's identity (a moment after the
+   * cluster's first election, checked on the expiry tick): before it, the node grants no session}
+   */
+  CompletableFuture<Void> clusterIdentityApplied() {
+    return clusterIdentityApplied;
   }
 
   /** This node's leadership, as its Raft division reports it. */

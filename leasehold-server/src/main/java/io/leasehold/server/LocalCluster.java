@@ -112,14 +112,20 @@ public final class LocalCluster implements AutoCloseable {
           if (nodes[i] != null) {
             signals.add(nodes[i].nextLeaderReady());
             if (nodes[i].isLeaderReady()) {
-              return i;
+              // It grants sessions once it has applied the cluster's identity (its first entry).
+              CompletableFuture<Void> identity = nodes[i].clusterIdentityApplied();
+              if (identity.isDone()) {
+                return i;
+              }
+              signals.add(identity);
             }
           }
         }
       }
       long left = deadline - System.nanoTime();
       try {
-        // Wakes when some node becomes a ready leader; then checks which one still is.
+        // Wakes when some node becomes a ready leader, or a ready one applied the identity; then
+        // checks which one still is.
         CompletableFuture.anyOf(signals.toArray(CompletableFuture[]::new)).get(Math.max(left, 0), TimeUnit.NANOSECONDS);
       } catch (TimeoutException e) {
         throw new IllegalStateException("no leader was elected within " + atMost.toMillis() + " ms", e);

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
@@ -71,6 +72,10 @@ class CallsAnsweredTest {
    */
   private void holdsAWriteUntilTheOthersReturn(int held, String what) throws Exception {
     List<Integer> others = othersThan(held);
+    // A node grants no session before it has applied the cluster's identity (a follower, a
+    // moment after the leader): the grant must be held for want of a leader, not refused.
+    CompletableFuture<Void> identity = cluster.node(held).orElseThrow().clusterIdentityApplied();
+    await("the node knows the cluster's identity").atMost(PATIENCE).until(identity::isDone);
     others.forEach(cluster::stopNode);
 
     Future<GrantResponse> grant =

@@ -115,6 +115,8 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
   /** --max-sessions-per-identity, carried in each grant's entry; 0: none. */
   private final int maxSessionsPerIdentity;
   private final LimitChecks limits;
+  /** The cluster identity this node has applied; empty until the first leader's entry. */
+  private final Supplier<String> clusterId;
 
   public ClientService(
       RaftGateway raft,
@@ -125,7 +127,9 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       LeadershipTransfer leadership,
       AccessControl access,
       int maxSessionsPerIdentity,
-      LimitChecks limits) {
+      LimitChecks limits,
+      Supplier<String> clusterId) {
+    this.clusterId = clusterId;
     this.access = access;
     this.maxSessionsPerIdentity = maxSessionsPerIdentity;
     this.limits = limits;
@@ -654,7 +658,26 @@ public final class ClientService extends LeaseholdGrpc.LeaseholdImplBase {
       return denied;
     }
     String over = limits.overLimit(command);
-    return over == null ? null : Status.RESOURCE_EXHAUSTED.withDescription(over);
+    if (over != null) {
+      return Status.RESOURCE_EXHAUSTED.withDescription(over);
+    }
+    return command.hasGrant() ? beforeIdentity(clusterId.get()) : null;
+  }
+
+  /**
+   * {@return UNAVAILABLE while this node knows no cluster identity, else null} A session's grant
+   * tells its client the identity of the cluster it belongs to: how the client later tells a
+   * cluster restored from a backup, at the same addresses, from this one. Once this node has
+   * applied the identity, every later entry is applied after it, on every replica, so the grant's
+   * answer carries it. The identity comes with the first leader's first entry: this is a moment
+   * after a new cluster's (or a restored one's) first election, which clients retry through.
+   */
+  static Status beforeIdentity(String clusterId) {
+    return clusterId.isEmpty()
+        ? Status.UNAVAILABLE.withDescription(
+            "this node has no cluster identity yet (the first leader is writing it); no session is granted"
+                + " before it: retry in a moment")
+        : null;
   }
 
   /** {@return whether {@code denied} refused the call (and ended it)} */

@@ -358,6 +358,7 @@ public final class CoreState {
             .setSessionId(id)
             .setTtlMillis(grant.getTtlMillis())
             .setRevision(revision)
+            .setClusterId(clusterId)
             .build();
     return new Applied(ok(response.toByteString()), List.of(), new Change.Granted(id, grant.getTtlMillis()));
   }

@@ -360,6 +360,9 @@ class CoreStateTest {
     CoreState.Applied granted =
         applyAt(1_000, Command.newBuilder().setGrant(GrantRequest.newBuilder().setCall(grantCall).setOwner("o").setTtlMillis(5_000)).build());
     long session = GrantResponse.parseFrom(granted.reply().getOk()).getSessionId();
+    assertThat(GrantResponse.parseFrom(granted.reply().getOk()).getClusterId())
+        .as("a grant names the cluster its session is of, before any keep-alive can")
+        .isEqualTo("old");
     CoreState restored = copyOf(state); // the backup
     restored.markRestored();
     assertThat(restored.clusterId()).as("not the old cluster's").isEmpty();
@@ -367,6 +370,9 @@ class CoreStateTest {
     restored.apply(++index, term, Command.newBuilder().setStampMillis(2_000)
         .setQuiet(Quiet.newBuilder().setTerm(term).setClusterId("new")).build());
     assertThat(restored.clusterId()).isEqualTo("new");
+    CoreState.Applied grantedAfter = restored.apply(++index, term, Command.newBuilder().setStampMillis(2_000)
+        .setGrant(GrantRequest.newBuilder().setCall(call()).setOwner("o").setTtlMillis(5_000)).build());
+    assertThat(GrantResponse.parseFrom(grantedAfter.reply().getOk()).getClusterId()).isEqualTo("new");
     AcquireRequest acquire = acquireRequest("job", "a#1", 1, session);
     // The applied clock stands still while no entry is applied, and a leader answers refusals
     // from its applied state without an entry: a closed name refused there would stay closed for
