@@ -126,7 +126,9 @@ public final class LeaseSettings {
 
   /**
    * {@return how many more attempts {@link Lease#acquire()} makes, {@linkplain #retryInterval()
-   * retryInterval} apart, when the lease is held elsewhere or the store does not answer}
+   * retryInterval} apart, when the lease is held elsewhere or the store does not answer} A refusal
+   * (a {@link LeaseProtocolException}: no right on the name, a request the store calls invalid, a
+   * quota) is not retried: every retry would be refused alike.
    */
   public int acquireRetries() {
     return acquireRetries;

@@ -4,6 +4,7 @@ import io.leasehold.HolderId;
 import io.leasehold.Lease;
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
@@ -386,10 +387,13 @@ public final class ManagedLease implements Lease {
       }
       giveBack(tenure); // of no use; released when the call answers, unless a retry begins it
     }
+    // A refusal (no right on the name, a request the store calls invalid, a quota) is the same
+    // for every retry: the caller hears of it at once rather than after the retries' wait.
+    boolean refused = answer == null && StoreCalls.unwrap(failure) instanceof LeaseProtocolException;
     boolean closedNow;
     synchronized (lock) {
       closedNow = closed || acquiring != result;
-      if (!closedNow && attemptNo < settings.acquireRetries()) {
+      if (!closedNow && !refused && attemptNo < settings.acquireRetries()) {
         acquireRetry =
             timers.schedule(() -> attempt(result, request.requestId(), attemptNo + 1), retryNanos);
         return;
@@ -417,8 +421,10 @@ public final class ManagedLease implements Lease {
           null,
           StoreCalls.leaseException(
               failure,
-              "acquire of lease '" + settings.name() + "' as " + holder + " failed after "
-                  + (attemptNo + 1) + " attempt(s); outcome unknown"));
+              refused
+                  ? "acquire of lease '" + settings.name() + "' as " + holder + " was refused (not retried)"
+                  : "acquire of lease '" + settings.name() + "' as " + holder + " failed after "
+                      + (attemptNo + 1) + " attempt(s); outcome unknown"));
       if (outcomeUnknown) {
         abandonQuietly(request);
       }

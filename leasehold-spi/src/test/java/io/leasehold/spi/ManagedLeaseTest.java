@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.leasehold.LeaseException;
 import io.leasehold.LeaseLost;
+import io.leasehold.LeaseProtocolException;
 import io.leasehold.LeaseSettings;
 import io.leasehold.LeaseStoreUnavailableException;
 import io.leasehold.LeaseTimeoutException;
@@ -124,6 +125,29 @@ class ManagedLeaseTest {
         .cause()
         .isInstanceOf(LeaseStoreUnavailableException.class)
         .hasMessageContaining("connection refused");
+  }
+
+  /**
+   * A store that refuses the acquire outright (no right on the name, a request it calls invalid,
+   * a quota) refuses every retry the same way: the caller learns it at once, not after the
+   * retries' wait, and the store is not asked again.
+   */
+  @Test
+  void aRefusalIsNotRetried() {
+    ManagedLease lease = lease(settings().acquireRetries(2).build());
+    CompletableFuture<Boolean> acquired = lease.acquire();
+
+    store.acquires.get(0).reply().completeExceptionally(
+        new java.util.concurrent.CompletionException(
+            new LeaseProtocolException("the core refused the call: PERMISSION_DENIED: no right", null)));
+    advance(Duration.ofSeconds(5)); // ten retry intervals
+
+    assertThat(store.acquires).as("asked once").hasSize(1);
+    assertThatThrownBy(acquired::join)
+        .cause()
+        .isInstanceOf(LeaseProtocolException.class)
+        .hasMessageContaining("PERMISSION_DENIED: no right")
+        .hasMessageContaining("refused");
   }
 
   @Test
