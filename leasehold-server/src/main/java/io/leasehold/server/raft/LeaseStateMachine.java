@@ -447,9 +447,18 @@ public final class LeaseStateMachine extends BaseStateMachine {
       return CompletableFuture.failedFuture(
           new IOException("not the leader; keep-alives count only on the leader"));
     }
+    String clusterId = state.clusterId();
+    if (clusterId.isEmpty()) {
+      // A moment after a new (or restored) cluster's first election. An "alive" that names no
+      // cluster could not be told from one of another cluster at the same addresses; Ratis's
+      // client asks again, and the answer comes once the first leader's entry is applied.
+      return CompletableFuture.failedFuture(
+          new IOException("the cluster has no identity yet (its first leader is writing it): no keep-alive is"
+              + " confirmed before it"));
+    }
     long term = d.getInfo().getCurrentTerm();
     KeepAliveResponse.Builder response =
-        KeepAliveResponse.newBuilder().setSequence(request.getSequence()).setClusterId(state.clusterId());
+        KeepAliveResponse.newBuilder().setSequence(request.getSequence()).setClusterId(clusterId);
     Map<Long, Long> quiet = null;
     for (long id : request.getSessionIdsList()) {
       // The state also lists the session's revoked tenures, so that a holder whose watch is
